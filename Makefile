@@ -1,0 +1,39 @@
+# opgen: set-up, tests, benchmarks and the main job. Every target installs what it needs first.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# The CPU build of torch (a wheel on the CI disk). On a GPU box: make setup TORCH="torch" (or a cu12x index).
+TORCH ?= torch==2.13.0
+N ?= 40
+SEED ?= 0
+RUN ?= data/smoke
+
+.PHONY: setup test test-fast lint bench dataset clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q "$(TORCH)"
+	$(BIN)/pip install -q -e ".[dev,ray]"
+	touch $@
+
+test: setup
+	$(BIN)/python -m pytest -q -ra
+
+test-fast: setup
+	$(BIN)/python -m pytest -q -ra -m "not heavy"
+
+lint: setup
+	$(BIN)/ruff check opgen filters kernels_ref tests scripts
+
+bench: setup
+	$(BIN)/python scripts/bench.py
+
+dataset: setup
+	$(BIN)/opgen build --n $(N) --seed $(SEED) --out $(RUN) --device cpu --profile smoke
+	$(BIN)/opgen publish $(RUN) --repo-id opgen/cuda-ops-smoke --dry-run
+
+clean:
+	rm -rf $(VENV) data/smoke

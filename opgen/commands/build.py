@@ -1,0 +1,12 @@
+"""`opgen build`: not built yet."""
+
+from opgen.errors import UsageError
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("build", help="(not built yet)")
+    parser.set_defaults(func=run)
+
+
+def run(args) -> int:
+    raise UsageError("'build' is not built yet")

@@ -1,0 +1,12 @@
+"""`opgen dedup`: not built yet."""
+
+from opgen.errors import UsageError
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("dedup", help="(not built yet)")
+    parser.set_defaults(func=run)
+
+
+def run(args) -> int:
+    raise UsageError("'dedup' is not built yet")

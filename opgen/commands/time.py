@@ -1,0 +1,12 @@
+"""`opgen time`: not built yet."""
+
+from opgen.errors import UsageError
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("time", help="(not built yet)")
+    parser.set_defaults(func=run)
+
+
+def run(args) -> int:
+    raise UsageError("'time' is not built yet")

@@ -1,0 +1,12 @@
+"""`opgen validate`: not built yet."""
+
+from opgen.errors import UsageError
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("validate", help="(not built yet)")
+    parser.set_defaults(func=run)
+
+
+def run(args) -> int:
+    raise UsageError("'validate' is not built yet")
