@@ -1,0 +1,67 @@
+"""The sandbox worker process: reads one JSON request per line, calls `module:function(payload)`, answers in JSON."""
+
+from __future__ import annotations
+
+import faulthandler
+import importlib
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable
+
+SYS_PATH_ENV = "OPGEN_SANDBOX_SYS_PATH"
+
+
+def _protocol_streams():
+    """Keep private copies of stdin/stdout for the protocol; task code sees /dev/null and stderr instead."""
+    proto_in = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    proto_out = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)  # prints of task code land in the worker's stderr log, never in the protocol
+    sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
+    return proto_in, proto_out
+
+
+def resolve(fn_path: str) -> Callable[[dict], dict]:
+    """Import "package.module:function" and return the function."""
+    module_name, _, function_name = fn_path.partition(":")
+    if not function_name:
+        raise ValueError(f"function path must be 'package.module:function', got {fn_path!r}")
+    return getattr(importlib.import_module(module_name), function_name)
+
+
+def _answer(stream, message: dict) -> None:
+    try:
+        text = json.dumps(message)
+    except (TypeError, ValueError) as error:
+        text = json.dumps({"status": "error", "detail": f"result is not JSON-serialisable: {error}"})
+    stream.write(text + "\n")
+    stream.flush()
+
+
+def main() -> None:
+    faulthandler.enable()  # a segfault leaves a Python traceback in the stderr log
+    extra_path = json.loads(os.environ.get(SYS_PATH_ENV, "[]"))
+    sys.path[:0] = [p for p in extra_path if p not in sys.path]
+    proto_in, proto_out = _protocol_streams()
+    _answer(proto_out, {"status": "ready", "pid": os.getpid()})
+    for line in proto_in:
+        request = json.loads(line)
+        try:
+            function = resolve(request["fn"])
+        except BaseException:  # noqa: BLE001 - any import failure is reported, the worker lives on
+            _answer(proto_out, {"status": "error", "detail": traceback.format_exc(limit=5)})
+            continue
+        _answer(proto_out, {"status": "started"})
+        try:
+            value = function(request["payload"])
+            _answer(proto_out, {"status": "ok", "value": value})
+        except BaseException:  # noqa: BLE001 - SystemExit from task code is an error, not our exit
+            _answer(proto_out, {"status": "error", "detail": traceback.format_exc(limit=8)})
+
+
+if __name__ == "__main__":
+    main()

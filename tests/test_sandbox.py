@@ -1,0 +1,100 @@
+"""The sandbox pool: results in input order, and crashes, hangs and memory blow-ups contained and replaced."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from filters.sandbox import SandboxPool, SandboxResult
+
+HELPERS = "test_sandbox_helpers"
+
+
+def _pool(**kwargs) -> SandboxPool:
+    options = {"workers": 2, "timeout_s": 3.0, "memory_mb": 1024}
+    options.update(kwargs)
+    # the helper module lives next to this file; the workers get the parent's sys.path, which includes it
+    return SandboxPool(**options)
+
+
+def _fn(name: str) -> str:
+    return f"{HELPERS}:{name}"
+
+
+def test_results_in_input_order_across_workers():
+    with _pool() as pool:
+        results = pool.run_many(_fn("echo"), [{"i": i} for i in range(12)])
+    assert [r.status for r in results] == ["ok"] * 12
+    assert [r.value["echo"]["i"] for r in results] == list(range(12))
+
+
+def test_env_reaches_the_worker():
+    with _pool(workers=1, env={"OPGEN_TEST_FLAG": "on"}) as pool:
+        [result] = pool.run_many(_fn("echo"), [{"env_key": "OPGEN_TEST_FLAG"}])
+    assert result.value["env"] == "on"
+
+
+def test_every_failure_mode_gets_one_result_and_the_pool_survives():
+    names = ["echo", "raise_error", "segfault", "hard_exit", "python_loop", "c_hang", "not_json",
+             "prints_to_stdout", "echo"]
+    with _pool() as pool:
+        results = [pool.run_many(_fn(name), [{"n": 7}])[0] for name in names]
+        after = pool.run_many(_fn("echo"), [{"i": i} for i in range(4)])
+    by_name = dict(zip(names[:-1], results[:-1]))
+    assert by_name["echo"].status == "ok"
+    assert by_name["raise_error"].status == "error" and "boom 7" in by_name["raise_error"].detail
+    assert by_name["segfault"].status == "crash" and "SIGSEGV" in by_name["segfault"].detail
+    assert by_name["hard_exit"].status == "crash" and "status 3" in by_name["hard_exit"].detail
+    assert by_name["python_loop"].status == "timeout"
+    assert by_name["c_hang"].status == "timeout"
+    assert by_name["not_json"].status == "error" and "JSON" in by_name["not_json"].detail
+    assert by_name["prints_to_stdout"].value == {"ok": True}
+    assert results[-1].status == "ok"
+    assert [r.value["echo"]["i"] for r in after] == [0, 1, 2, 3]
+
+
+def test_one_batch_mixing_failures_keeps_order_and_isolates_them():
+    names = ["echo", "segfault", "echo", "hard_exit", "python_loop", "echo", "bloat", "echo"]
+    payloads = [{"fn": name, "i": i} for i, name in enumerate(names)]
+    # page faults are slow on this machine (~150 MB/s): a low memory limit keeps the bloat case short
+    with _pool(timeout_s=8.0, memory_mb=300) as pool:
+        results = pool.run_many(_fn("dispatch"), payloads, progress=True)
+    assert [r.status for r in results] == ["ok", "crash", "ok", "crash", "timeout", "ok", "crash", "ok"]
+    assert [r.value["echo"]["i"] for r in results if r.status == "ok"] == [0, 2, 5, 7]
+
+
+def test_workers_are_separate_processes_from_the_parent():
+    import os
+
+    with _pool(workers=1) as pool:
+        [result] = pool.run_many(_fn("echo"), [{}])
+    assert result.value["pid"] != os.getpid()
+
+
+def test_unknown_function_is_an_error_not_a_crash():
+    with _pool(workers=1) as pool:
+        [result] = pool.run_many("no_such_module_here:fn", [{}])
+        [after] = pool.run_many(_fn("echo"), [{"i": 1}])
+    assert isinstance(result, SandboxResult) and result.status == "error"
+    assert "no_such_module_here" in result.detail
+    assert after.status == "ok"
+
+
+def test_memory_limit_kills_and_replaces_the_worker():
+    with _pool(workers=1, timeout_s=30.0, memory_mb=300) as pool:
+        [bloated] = pool.run_many(_fn("bloat"), [{}])
+        [after] = pool.run_many(_fn("echo"), [{"i": 1}])
+    assert bloated.status == "crash" and "memory limit exceeded" in bloated.detail
+    assert after.status == "ok" and after.value["pid"] != bloated.value
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_more_payloads_than_workers_all_answered(workers):
+    with _pool(workers=workers) as pool:
+        results = pool.run_many(_fn("echo"), [{"i": i} for i in range(7)])
+    assert len(results) == 7 and all(r.status == "ok" for r in results)
+
+
+def test_helper_module_is_beside_this_file():
+    assert (Path(__file__).parent / f"{HELPERS}.py").exists()

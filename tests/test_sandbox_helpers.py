@@ -1,0 +1,55 @@
+"""Worker-side functions the sandbox tests run: well-behaved ones and ones that crash, hang or bloat."""
+
+from __future__ import annotations
+
+import os
+import time
+
+
+def echo(payload: dict) -> dict:
+    return {"echo": payload, "pid": os.getpid(), "env": os.environ.get(payload.get("env_key", ""), None)}
+
+
+def raise_error(payload: dict) -> dict:
+    raise ValueError("boom " + str(payload.get("n")))
+
+
+def segfault(payload: dict) -> dict:
+    import ctypes
+
+    ctypes.string_at(0)
+    return {}
+
+
+def hard_exit(payload: dict) -> dict:
+    os._exit(3)
+
+
+def python_loop(payload: dict) -> dict:
+    while True:
+        pass
+
+
+def c_hang(payload: dict) -> dict:
+    time.sleep(10_000)  # blocks in C, never returns to the interpreter loop
+    return {}
+
+
+def bloat(payload: dict) -> dict:
+    chunks = []
+    while True:
+        chunks.append(b"x" * (64 * 2**20))  # touched memory, 64 MB at a time
+
+
+def not_json(payload: dict) -> dict:
+    return {"value": object()}
+
+
+def prints_to_stdout(payload: dict) -> dict:
+    print("noise that must not break the protocol")
+    return {"ok": True}
+
+
+def dispatch(payload: dict) -> dict:
+    """Call the helper named in the payload, so one batch can mix well-behaved and failing work."""
+    return globals()[payload["fn"]](payload)
