@@ -15,6 +15,9 @@ import torch
 
 from opgen.astops import NOT_OPERATORS, VIEW_METHODS, op_events
 
+FINGERPRINT_VERSION = 1  # bump when normalisation changes: it keys the reference cache
+# What fingerprint() raises on code that does not parse.
+FINGERPRINT_ERRORS = (SyntaxError, tokenize.TokenError, ValueError, RecursionError)
 IDENTIFIER = "V"   # placeholder for a user identifier
 NUMBER = "N"       # placeholder for a numeric literal (contamination view)
 _SKIPPED = {tokenize.COMMENT, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.STRING,

@@ -113,9 +113,13 @@ def render(graph: nx.DiGraph, vocab: Vocabulary) -> str:
                 else:
                     dims.append(str(size))
             inputs.append((var, dims, extra.dtype, extra.high))
+        module_fields = {**fields, **{k: literal(v) for k, v in params.items()}, **arg_names}
+        for helper_name, template in spec.helpers:
+            helper_attr = attrs.unique(helper_name)
+            init_lines.append(f"self.{helper_attr} = {template.format(**module_fields)}")
+            fields[helper_name] = module_fields[helper_name] = f"self.{helper_attr}"
         if spec.module is not None:
             attr = attrs.unique(spec.attr_name)
-            module_fields = {**fields, **{k: literal(v) for k, v in params.items()}, **arg_names}
             init_lines.append(f"self.{attr} = {spec.module.format(**module_fields)}")
             fields["self"] = f"self.{attr}"
         call_fields = {**fields, **{k: literal(v) for k, v in params.items()}}

@@ -174,34 +174,49 @@ def graph_from_json(text: str) -> nx.DiGraph:
     return nx.node_link_graph(json.loads(text), edges="edges")
 
 
-def sample_one(seed: int, index: int, profile: str = "smoke", vocab: Vocabulary | None = None,
-               mix: dict[str, float] | None = None) -> dict:
-    """Candidate `index` of the run with this seed: a record with the SPEC.md columns known before execution."""
+def sample_graph(seed: int, index: int, profile: str = "smoke", vocab: Vocabulary | None = None,
+                 mix: dict[str, float] | None = None, source: str | None = None) -> nx.DiGraph:
+    """The operator graph of candidate `index` (no rendering, no analysis; gpu sizes not yet fitted).
+
+    `source` forces the data source (`torch#k` or `transformers`) instead of drawing it from `mix`.
+    """
     vocab = vocab or cached_vocabulary()
-    sizes = PROFILES[profile]
     rng = random.Random(f"opgen:{seed}:{index}")
-    source = draw_class(rng, mix or DEFAULT_MIX)
+    drawn = draw_class(rng, mix or DEFAULT_MIX)
+    source = source or drawn
     standalone = source == "transformers" and bool(vocab.standalone_ops)
     length = 1 if source == "transformers" else int(source.split("#")[1])
-    graph = _chain(rng, length, vocab, sizes, standalone)
-    graph.graph.update(seed=seed, index=index, profile=profile)
-    if profile == "gpu":
-        graph, code, facts = _fit_to_gpu_window(graph, vocab, rng)
+    graph = _chain(rng, length, vocab, PROFILES[profile], standalone)
+    graph.graph.update(seed=seed, index=index, profile=profile, source=source, fit_seed=rng.random())
+    return graph
+
+
+def sample_one(seed: int, index: int, profile: str = "smoke", vocab: Vocabulary | None = None,
+               mix: dict[str, float] | None = None, source: str | None = None) -> dict:
+    """Candidate `index` of the run with this seed: a record with the SPEC.md columns known before execution."""
+    vocab = vocab or cached_vocabulary()
+    graph = sample_graph(seed, index, profile, vocab, mix, source)
+    return record_from_graph(graph, vocab)
+
+
+def record_from_graph(graph: nx.DiGraph, vocab: Vocabulary) -> dict:
+    """Render the graph (fitting gpu sizes first) and count its shapes and work on the meta device."""
+    if graph.graph["profile"] == "gpu":
+        graph, code, facts = _fit_to_gpu_window(graph, vocab, random.Random(graph.graph["fit_seed"]))
     else:
         code = render(graph, vocab)
         facts = analyze_code(code)
-    ops_in_graph = [graph.nodes[n]["op"] for n in op_nodes(graph)]
     record = {
         "id": task_id(code),
         "code": code,
         "ops": facts["ops"],
         "data_source": facts["data_source"],
         "num_ops": facts["num_ops"],
-        "seed": seed,
-        "sample_index": index,
-        "profile": profile,
+        "seed": graph.graph["seed"],
+        "sample_index": graph.graph["index"],
+        "profile": graph.graph["profile"],
         "graph": graph_json(graph),
-        "graph_ops": ops_in_graph,
+        "graph_ops": [graph.nodes[n]["op"] for n in op_nodes(graph)],
         "input_shapes": facts["input_shapes"],
         "output_shape": facts["output_shape"],
         "flops": facts["flops"],
@@ -213,12 +228,12 @@ def sample_one(seed: int, index: int, profile: str = "smoke", vocab: Vocabulary 
 
 
 def iter_records(seed: int, start: int, count: int, profile: str = "smoke", vocab: Vocabulary | None = None,
-                 mix: dict[str, float] | None = None) -> Iterator[dict]:
+                 mix: dict[str, float] | None = None, source: str | None = None) -> Iterator[dict]:
     for index in range(start, start + count):
-        yield sample_one(seed, index, profile, vocab, mix)
+        yield sample_one(seed, index, profile, vocab, mix, source)
 
 
 def sample_records(seed: int, start: int, count: int, profile: str = "smoke", vocab: Vocabulary | None = None,
-                   mix: dict[str, float] | None = None) -> list[dict]:
-    """Candidates `start .. start+count-1` of the run with this seed."""
-    return list(iter_records(seed, start, count, profile, vocab, mix))
+                   mix: dict[str, float] | None = None, source: str | None = None) -> list[dict]:
+    """Candidates `start .. start+count-1` of the run with this seed (all of `source` when given)."""
+    return list(iter_records(seed, start, count, profile, vocab, mix, source))

@@ -92,7 +92,7 @@ def measure_task(payload: dict) -> dict:
         namespace = _load_task(payload["code"])
         flops, bytes_moved = payload.get("flops"), payload.get("bytes_moved")
         if flops is None or bytes_moved is None:
-            counted = _count_on_meta(torch, namespace)
+            counted = _count_work(payload["code"])
             flops = counted["flops"] if flops is None else flops
             bytes_moved = counted["bytes_moved"] if bytes_moved is None else bytes_moved
             result.update({k: v for k, v in counted.items() if payload.get(k) is None})
@@ -100,8 +100,10 @@ def measure_task(payload: dict) -> dict:
         with torch.no_grad():
             model, inputs = _build(torch, namespace, device, seed)
             result["dtype"] = _main_dtype(model, inputs)
+            model(*inputs)  # a task that cannot run eagerly is not worth a compile
+            _synchronize(torch, inputs)
     except Exception as error:  # the task itself is broken: nothing to time
-        result.update(timing_status="error", timing_error=f"build: {_describe(error)}")
+        result.update(timing_status="error", timing_error=f"eager: {_describe(error)}")
         return result
 
     try:
@@ -242,21 +244,13 @@ def _synchronize(torch, inputs: list) -> None:
         torch.cuda.synchronize()
 
 
-def _count_on_meta(torch, namespace: dict) -> dict:
-    """flops (torch.utils.flop_counter) and the fewest bytes moved (inputs, weights, outputs once) on meta."""
-    from torch.utils._pytree import tree_leaves
-    from torch.utils.flop_counter import FlopCounterMode
-
+def _count_work(code: str) -> dict:
+    """flops and bytes_moved as the sampler counts them (opgen.analyze, on the meta device); null if it fails."""
     try:
-        with torch.device("meta"), torch.no_grad():
-            model = namespace["Model"](*namespace["get_init_inputs"]()).eval()
-            inputs = list(namespace["get_inputs"]())
-            with FlopCounterMode(display=False) as counter:
-                output = model(*inputs)
-        tensors = [t for t in (*inputs, *model.parameters(), *model.buffers(), *tree_leaves(output))
-                   if isinstance(t, torch.Tensor)]
-        return {"flops": int(counter.get_total_flops()),
-                "bytes_moved": int(sum(t.numel() * t.element_size() for t in tensors))}
+        from opgen.analyze import analyze_code
+
+        counted = analyze_code(code)
+        return {"flops": counted["flops"], "bytes_moved": counted["bytes_moved"]}
     except Exception:
         return {"flops": None, "bytes_moved": None}
 

@@ -1,12 +1,67 @@
-"""`opgen validate`: not built yet."""
+"""`opgen validate`: static and sandboxed execute filters over a JSONL of records or a folder of .py tasks."""
+
+from __future__ import annotations
+
+import json
+import sys
 
 from opgen.errors import UsageError
+from opgen.records import read_inputs, write_jsonl
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("validate", help="(not built yet)")
+    parser = sub.add_parser("validate", help="run the static and sandboxed execute filters; one verdict per input")
+    parser.add_argument("--input", required=True, help="JSONL of records (with `code`) or a folder of .py tasks")
+    parser.add_argument("--out", required=True, help="verdicts JSONL, one line per input, in input order")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--workers", type=int, default=2, help="sandbox worker processes (default 2)")
+    parser.add_argument("--timeout", type=float, default=120.0, help="wall-clock seconds per task (default 120)")
+    parser.add_argument("--memory-mb", type=int, default=4096,
+                        help="resident memory limit per worker in MB; 0 for none (default 4096)")
+    parser.add_argument("--runtime-window", default=None, metavar="LO,HI",
+                        help="eager median window in ms (default 1,100 on cuda, off on cpu)")
+    parser.add_argument("--funnel", default=None, help="also write the funnel counts as JSON here")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the model build and input draws")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(func=run)
 
 
+def parse_window(text: str | None) -> tuple[float, float] | None:
+    if text is None:
+        return None
+    try:
+        low, high = (float(part) for part in text.split(","))
+    except ValueError:
+        raise UsageError(f"--runtime-window must be LO,HI in ms, got {text!r}") from None
+    if not 0 <= low < high:
+        raise UsageError(f"--runtime-window needs 0 <= LO < HI, got {text!r}")
+    return low, high
+
+
 def run(args) -> int:
-    raise UsageError("'validate' is not built yet")
+    from filters.chain import Funnel
+    from filters.validate import validate_records
+
+    if args.workers < 1:
+        raise UsageError("--workers must be at least 1")
+    if args.timeout <= 0:
+        raise UsageError("--timeout must be positive")
+    window = parse_window(args.runtime_window)
+    if args.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise UsageError("--device cuda: no CUDA device is visible")
+    records = read_inputs(args.input)
+    funnel = Funnel()
+    lines = validate_records(records, device=args.device, workers=args.workers, timeout_s=args.timeout,
+                             memory_mb=args.memory_mb or None, runtime_window_ms=window, funnel=funnel,
+                             progress=not args.no_progress, seed=args.seed)
+    write_jsonl(args.out, lines)
+    if args.funnel:
+        with open(args.funnel, "w", encoding="utf-8") as handle:
+            json.dump(funnel.to_dict(), handle, indent=2)
+    print(funnel.table(), file=sys.stderr)
+    kept = sum(line["keep"] for line in lines)
+    print(f"validate: {kept} of {len(lines)} kept -> {args.out}", file=sys.stderr)
+    return 0

@@ -65,10 +65,12 @@ class OpSpec:
     """One operator of the vocabulary.
 
     Templates use `{x}` (the current tensor), `{self}` (this op's attribute, `self.<attr>`), the names of
-    extra inputs, and parameter names. A parameter listed in `args` becomes a `Model.__init__` argument
-    and a module-level size constant (stored as `self.<name>` when a forward template uses it); any other
-    parameter is written as a literal. By convention dim 0 of every tensor is the batch dimension and
-    parameters never depend on it, so a profile can rescale the batch afterwards.
+    extra inputs, the names of `helpers`, and parameter names. `helpers` are `(name, template)` pairs built
+    in `__init__` before `module`, each stored as its own attribute that `{name}` refers to (a shared config
+    object, the rotary embedding an attention block needs). A parameter listed in `args` becomes a
+    `Model.__init__` argument and a module-level size constant (stored as `self.<name>` when a forward
+    template uses it); any other parameter is written as a literal. By convention dim 0 of every tensor is
+    the batch dimension and parameters never depend on it, so a profile can rescale the batch afterwards.
     """
 
     name: str
@@ -88,6 +90,7 @@ class OpSpec:
     last_only: bool = False
     standalone: bool = False
     imports: tuple[str, ...] = ()
+    helpers: tuple[tuple[str, str], ...] = ()
     defined_in: str = field(default="opgen", compare=False)
 
     @property
@@ -141,6 +144,10 @@ def check_spec(spec: OpSpec) -> None:
         fail("call", "must be a template string that uses {x}")
     if "{self}" in spec.call and spec.module is None:
         fail("call", "uses {self} but the operator has no 'module' template")
+    for helper in spec.helpers:
+        if not (isinstance(helper, tuple) and len(helper) == 2 and all(isinstance(h, str) for h in helper)
+                and helper[0].isidentifier() and helper[0] not in ("x", "self")):
+            fail("helpers", f"must be (name, template) pairs with an identifier name, got {helper!r}")
     if spec.input_dtype not in ("float", "long"):
         fail("input_dtype", "must be 'float' or 'long'")
     if spec.name.startswith("transformers.") and not spec.standalone:
@@ -161,8 +168,9 @@ def check_draw(spec: OpSpec, sizes: Sizes, rng: random.Random, shape: Shape) -> 
     known = set(params) | {"x", "self"}
     extras = spec.extras(shape, params) if spec.extras else []
     known |= {extra.name for extra in extras}
-    for field_name in ("module", "call"):
-        template = getattr(spec, field_name)
+    known |= {name for name, _ in spec.helpers}
+    templates = [("module", spec.module), ("call", spec.call), *(("helpers", t) for _, t in spec.helpers)]
+    for field_name, template in templates:
         if template is None:
             continue
         missing = _template_fields(template) - known

@@ -1,0 +1,53 @@
+"""Execute filter `exec_error` (and run-time `invalid_task` / `stochastic_op`): build the model and run forward once."""
+
+from __future__ import annotations
+
+import torch
+
+from filters.base import Verdict
+from filters.task_run import TaskRun
+from filters.task_runtime import (
+    OpCensus,
+    TaskProblem,
+    build_model,
+    draw_inputs,
+    load_namespace,
+    run_forward,
+    shapes,
+)
+
+DROPOUT_TYPES = (torch.nn.Dropout, torch.nn.Dropout1d, torch.nn.Dropout2d, torch.nn.Dropout3d, torch.nn.AlphaDropout,
+                 torch.nn.FeatureAlphaDropout)
+STOCHASTIC_TYPES = (torch.nn.RReLU, torch.nn.FractionalMaxPool2d, torch.nn.FractionalMaxPool3d)
+
+
+def stochastic_submodule(model: torch.nn.Module) -> str | None:
+    for name, module in model.named_modules():
+        if isinstance(module, STOCHASTIC_TYPES) or (isinstance(module, DROPOUT_TYPES) and module.p > 0):
+            return f"{name or 'model'}: {type(module).__name__}" + (f"(p={module.p})" if hasattr(module, "p") else "")
+    return None
+
+
+def check(run: TaskRun) -> Verdict:
+    run.namespace = load_namespace(run.code, run.name)
+    run.model = build_model(run.namespace, run.device, run.seed)
+    module = stochastic_submodule(run.model)
+    if module:
+        return Verdict.reject("stochastic_op", f"stochastic module {module}")
+    inputs = draw_inputs(run.namespace, run.device, run.draw_seed(0))
+    census = OpCensus()
+    with census:
+        outputs = run_forward(run.model, inputs)
+    if census.random_ops:
+        return Verdict.reject("stochastic_op", f"random op in forward: {', '.join(sorted(set(census.random_ops)))}")
+    run.inputs, run.outputs, run.work_ops = [inputs], [outputs], census.work_ops
+    output_shapes = shapes(outputs)
+    run.metrics["output_shape"] = output_shapes[0] if len(output_shapes) == 1 else output_shapes
+    run.metrics["work_ops"] = census.work_ops
+    return Verdict.ok()
+
+
+def classify(error: BaseException) -> Verdict:
+    if isinstance(error, TaskProblem):
+        return Verdict.reject(error.reason, str(error))
+    return Verdict.reject("exec_error", f"{type(error).__name__}: {error}")

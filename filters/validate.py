@@ -1,0 +1,74 @@
+"""Validation: the static chain in this process, then the execute checks in sandboxed workers; one verdict per record."""
+
+from __future__ import annotations
+
+import os
+
+from filters.base import Verdict
+from filters.chain import STATIC_FILTERS, Funnel, static_verdicts
+from filters.execute_worker import STAGE_NAMES
+from filters.sandbox import SandboxPool, SandboxResult
+
+CHECK_FUNCTION = "filters.execute_worker:check_task"
+SANDBOX_STAGE = "sandbox"
+
+
+def _payload(record: dict, device: str, threads: int, runtime_window_ms, seed: int, draws: int) -> dict:
+    return {"code": record["code"], "id": record.get("id"), "device": device, "threads": threads, "seed": seed,
+            "draws": draws, "runtime_window_ms": list(runtime_window_ms) if runtime_window_ms else None}
+
+
+def _verdict(result: SandboxResult, funnel: Funnel | None) -> Verdict:
+    if result.status in ("crash", "timeout"):
+        if funnel is not None:
+            funnel.record(SANDBOX_STAGE, False, result.status)
+        return Verdict.reject(result.status, result.detail)
+    if result.status != "ok":  # check_task itself failed: report it on the record rather than lose the record
+        if funnel is not None:
+            funnel.record(SANDBOX_STAGE, False, "exec_error")
+        return Verdict.reject("exec_error", f"checker failed: {result.detail}")
+    value = result.value
+    stages = value.get("stages", [])
+    if funnel is not None:
+        funnel.record(SANDBOX_STAGE, True)
+        for position, (name, seconds) in enumerate(stages):
+            last = position == len(stages) - 1
+            keep = not last or value["reason"] is None
+            funnel.record(name, keep, None if keep else value["reason"], seconds)
+    if value["reason"] is None:
+        return Verdict.ok(**value["metrics"])
+    return Verdict.reject(value["reason"], value.get("detail"), **value["metrics"])
+
+
+def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int = 2, timeout_s: float = 120,
+                     memory_mb: int | None = 4096, runtime_window_ms: tuple[float, float] | None = None,
+                     funnel: Funnel | None = None, progress: bool = False, seed: int = 0, draws: int = 3) -> list[dict]:
+    """Verdict lines of the sandboxed execute checks, one per record, in input order."""
+    if not records:
+        return []
+    if funnel is not None:
+        if funnel.inputs == 0:
+            funnel.count_input(len(records))
+        funnel.declare([SANDBOX_STAGE, *STAGE_NAMES])
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    payloads = [_payload(r, device, threads, runtime_window_ms, seed, draws) for r in records]
+    with SandboxPool(workers, timeout_s, memory_mb) as pool:
+        results = pool.run_many(CHECK_FUNCTION, payloads, progress=progress)
+    return [_verdict(result, funnel).line(record) for record, result in zip(records, results)]
+
+
+def validate_records(records: list[dict], *, device: str = "cpu", workers: int = 2, timeout_s: float = 120,
+                     memory_mb: int | None = 4096, runtime_window_ms: tuple[float, float] | None = None,
+                     funnel: Funnel | None = None, progress: bool = False, seed: int = 0,
+                     draws: int = 3) -> list[dict]:
+    """Static chain, then the execute checks on the survivors; one verdict line per record, in input order."""
+    funnel = funnel if funnel is not None else Funnel()
+    funnel.declare([f.name for f in STATIC_FILTERS])
+    lines = static_verdicts(records, funnel)
+    survivors = [i for i, line in enumerate(lines) if line["keep"]]
+    executed = execute_verdicts([records[i] for i in survivors], device=device, workers=workers,
+                                timeout_s=timeout_s, memory_mb=memory_mb, runtime_window_ms=runtime_window_ms,
+                                funnel=funnel, progress=progress, seed=seed, draws=draws)
+    for index, line in zip(survivors, executed):
+        lines[index] = line
+    return lines

@@ -1,0 +1,68 @@
+"""`opgen sample`: draw N candidate tasks for a seed and write them as JSONL records."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from tqdm import tqdm
+
+from opgen.commands.vocab import add_vocab_plugin_option, load_or_fail
+from opgen.errors import UsageError
+from opgen.vocab.profiles import PROFILES
+
+CHUNK = 64
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("sample", help="sample candidate tasks")
+    parser.add_argument("--n", type=int, required=True, help="number of candidates")
+    parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--out", required=True, help="output JSONL file")
+    parser.add_argument("--profile", choices=sorted(PROFILES), default="smoke")
+    parser.add_argument("--start", type=int, default=0, help="index of the first candidate")
+    parser.add_argument("--workers", type=int, default=1, help="processes (output is identical for any value)")
+    add_vocab_plugin_option(parser)
+    parser.set_defaults(func=run)
+
+
+def _sample_chunk(job: tuple[int, int, int, str, tuple[str, ...]]) -> list[str]:
+    from opgen.sampler import sample_records
+    from opgen.vocab import cached_vocabulary
+
+    seed, start, count, profile, plugins = job
+    vocab = cached_vocabulary(plugins)
+    return [json.dumps(record) for record in sample_records(seed, start, count, profile, vocab)]
+
+
+def run(args) -> int:
+    if args.n < 1:
+        raise UsageError("--n must be at least 1")
+    if args.workers < 1:
+        raise UsageError("--workers must be at least 1")
+    load_or_fail(args.vocab_plugin)  # fail fast, in this process, on a bad plugin
+    plugins = tuple(str(Path(p).resolve()) for p in args.vocab_plugin)
+    jobs = [(args.seed, start, min(CHUNK, args.start + args.n - start), args.profile, plugins)
+            for start in range(args.start, args.start + args.n, CHUNK)]
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    bar = tqdm(total=args.n, desc="sample", unit="task", file=sys.stderr, disable=None)
+    with open(tmp, "w", encoding="utf-8") as handle:
+        if args.workers == 1:
+            results = map(_sample_chunk, jobs)
+            for lines in results:
+                handle.write("".join(line + "\n" for line in lines))
+                bar.update(len(lines))
+        else:
+            with ProcessPoolExecutor(max_workers=args.workers) as pool:
+                for lines in pool.map(_sample_chunk, jobs):
+                    handle.write("".join(line + "\n" for line in lines))
+                    bar.update(len(lines))
+    bar.close()
+    os.replace(tmp, out)
+    print(f"wrote {args.n} candidates to {out}", file=sys.stderr)
+    return 0

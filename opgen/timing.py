@@ -1,0 +1,145 @@
+"""Timing stage: shard records over the visible GPUs, time each in a sandbox pool per GPU, add the columns.
+
+Per GPU, `workers_per_gpu` sandbox workers (pinned with CUDA_VISIBLE_DEVICES) build, compile and time
+tasks; an exclusive file lock per GPU lets only one of them run timed code at a time, so model building,
+input generation and `torch.compile` of the next tasks proceed on the CPU cores while the GPU times.
+All workers share one inductor/FX-graph cache folder.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import tempfile
+import threading
+from pathlib import Path
+
+from opgen.timing_worker import TIMING_COLUMNS, empty_result, summarize
+
+__all__ = ["time_records", "visible_gpus", "timing_summary", "summarize", "TIMING_COLUMNS"]
+
+FN_PATH = "opgen.timing_worker:measure_task"
+MAX_WORKERS_PER_GPU = 8
+
+
+def visible_gpus() -> list[str]:
+    """Ids of the GPUs this process may use (entries of CUDA_VISIBLE_DEVICES, else 0..n-1)."""
+    import torch
+
+    count = torch.cuda.device_count()
+    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if listed is None:
+        return [str(i) for i in range(count)]
+    return [entry.strip() for entry in listed.split(",") if entry.strip()][:count]
+
+
+def default_workers_per_gpu(gpu_count: int) -> int:
+    """Half the CPU cores per GPU (compiles are CPU-bound; the rest feed the timed runs), 1 to 8."""
+    return max(1, min(MAX_WORKERS_PER_GPU, (os.cpu_count() or 2) // max(1, gpu_count) // 2))
+
+
+def gpu_lock_path(gpu_id: str) -> str:
+    """One lock file per GPU shared by every opgen process on the machine: one timed run at a time."""
+    return str(Path(tempfile.gettempdir()) / f"opgen-gpu-{gpu_id}.lock")
+
+
+def time_records(records: list[dict], *, device: str = "cuda", trials: int = 100, warmups: int = 10,
+                 timeout_s: float = 600, progress: bool = True, workers_per_gpu: int | None = None,
+                 seed: int = 0, tf32: bool = False, with_compile: bool = True, cache_dir: str | None = None,
+                 memory_mb: int | None = None) -> list[dict]:
+    """The records with the timing columns added, in input order; a task that fails keeps null timings
+    and a `timing_error`. device "cpu" times on the host (one worker) so CI runs the same code."""
+    from filters.sandbox import SandboxPool
+
+    if device not in ("cuda", "cpu"):
+        raise ValueError(f"device must be 'cuda' or 'cpu', not {device!r}")
+    if not records:
+        return []
+    payloads = [{"code": r["code"], "device": device, "trials": trials, "warmups": warmups, "seed": seed,
+                 "tf32": tf32, "compile": with_compile, "flops": r.get("flops"), "bytes_moved": r.get("bytes_moved")}
+                for r in records]
+    env = {"TORCHINDUCTOR_FX_GRAPH_CACHE": "1"}
+    if cache_dir:
+        env["TORCHINDUCTOR_CACHE_DIR"] = str(Path(cache_dir).resolve())
+    if device == "cpu":
+        shards = {"": list(range(len(records)))}
+        workers = 1
+    else:
+        gpus = visible_gpus()
+        if not gpus:
+            raise RuntimeError("no CUDA device is visible")
+        shards = {gpu: list(range(i, len(records), len(gpus))) for i, gpu in enumerate(gpus)}
+        workers = workers_per_gpu or default_workers_per_gpu(len(gpus))
+    results: list[dict | None] = [None] * len(records)
+    shard_errors: dict[str, str] = {}
+
+    def run_shard(gpu: str, indices: list[int]) -> None:
+        try:
+            _time_shard(gpu, indices)
+        except Exception as error:  # a pool that cannot start: its tasks get the reason, others go on
+            shard_errors[gpu] = f"{type(error).__name__}: {error}"
+
+    def _time_shard(gpu: str, indices: list[int]) -> None:
+        shard_env = {**env, "CUDA_VISIBLE_DEVICES": gpu}
+        shard_payloads = [{**payloads[i], "gpu_lock": gpu_lock_path(gpu) if device == "cuda" else None}
+                          for i in indices]
+        with SandboxPool(workers=min(workers, len(indices)), timeout_s=timeout_s, memory_mb=memory_mb,
+                         env=shard_env) as pool:
+            outcomes = pool.run_many(FN_PATH, shard_payloads, progress=progress)
+            # A crash can be another task's fault (a sticky CUDA error makes the next task's worker exit): retry once.
+            crashed = [k for k, outcome in enumerate(outcomes) if outcome.status == "crash"]
+            if crashed:
+                for k, outcome in zip(crashed, pool.run_many(FN_PATH, [shard_payloads[k] for k in crashed])):
+                    outcomes[k] = outcome
+        for index, outcome in zip(indices, outcomes):
+            results[index] = _timing_columns(outcome)
+
+    threads = [threading.Thread(target=run_shard, args=(gpu, indices), daemon=True)
+               for gpu, indices in shards.items() if indices]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    failure = "; ".join(shard_errors.values()) or "timing shard did not finish"
+    return [{**record, **(result or _failed("error", failure))} for record, result in zip(records, results)]
+
+
+def _timing_columns(outcome) -> dict:
+    if outcome.status == "ok" and isinstance(outcome.value, dict):
+        return {**empty_result(), **outcome.value}
+    return _failed(outcome.status, outcome.detail)
+
+
+def _failed(status: str, detail: str) -> dict:
+    result = empty_result()
+    result.update(timing_status=status, timing_error=f"{status}: {(detail or '').strip()[-800:]}")
+    return result
+
+
+def geomean(values: list[float]) -> float | None:
+    values = [v for v in values if v and v > 0]
+    return math.exp(statistics.fmean(math.log(v) for v in values)) if values else None
+
+
+def timing_summary(timed: list[dict], lo_ms: float = 1.0, hi_ms: float = 100.0) -> dict:
+    """Figures over timed records: counts, eager median, compile geomean speed-up, share in the window,
+    and the agreement of the two methods (median of profiler time / CUDA-events median)."""
+    eager = [r["eager_ms"] for r in timed if r.get("eager_ms") is not None]
+    ratios = [r["eager_device_us"] / 1e3 / r["eager_ms"] for r in timed
+              if r.get("eager_device_us") and r.get("eager_ms")]
+    ratios += [r["compile_device_us"] / 1e3 / r["compile_ms"] for r in timed
+               if r.get("compile_device_us") and r.get("compile_ms")]
+    compile_s = [r["compile_s"] for r in timed if r.get("compile_s") is not None]
+    return {
+        "tasks": len(timed),
+        "timed": len(eager),
+        "compiled": sum(1 for r in timed if r.get("compile_ms") is not None),
+        "failed": sum(1 for r in timed if r.get("eager_ms") is None),
+        "eager_ms_median": statistics.median(eager) if eager else None,
+        "compile_speedup_geomean": geomean([r.get("compile_speedup") for r in timed]),
+        "in_window": sum(1 for v in eager if lo_ms <= v <= hi_ms),
+        "in_window_share": sum(1 for v in eager if lo_ms <= v <= hi_ms) / len(eager) if eager else None,
+        "method_ratio_median": statistics.median(ratios) if ratios else None,
+        "compile_s_median": statistics.median(compile_s) if compile_s else None,
+    }

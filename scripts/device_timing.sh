@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Baseline CUDA timings of the KernelBench level-2 problems on one GPU machine, in one call:
+# a 3-task smoke run, two full runs of `opgen time` (run 1 cold inductor cache, run 2 warm), then a
+# 1-worker vs default-workers comparison on a subset (cold caches, fewer trials), and the report.
+# Input: .devdata/kb_level2.jsonl (copied from ../shared/kernelbench/problems.jsonl; git-ignored, carried).
+# Usage there: OUT=/some/dir bash scripts/device_timing.sh   (stops starting steps after BUDGET_S seconds)
+set -u
+export PYTHONPATH=. PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/opgen-timing}
+BUDGET_S=${BUDGET_S:-500}
+SUBSET=${SUBSET:-24}
+IN=${IN:-.devdata/kb_level2.jsonl}
+DEVICE=${DEVICE:-cuda}
+TRIALS=${TRIALS:-100}
+mkdir -p "$OUT"
+CACHE=$(mktemp -d)
+
+step() {  # step NAME SECONDS ARGS...: run `opgen time` with a time limit, keep its log, print its summary
+    local name=$1 limit=$2; shift 2
+    local left=$((BUDGET_S - SECONDS))
+    if (( left < 30 )); then echo "skip $name: budget spent"; return 1; fi
+    (( limit > left )) && limit=$left
+    echo "== $name (limit ${limit}s, t=${SECONDS}s)"
+    timeout "$limit" python3 -m opgen time --input "$IN" --device "$DEVICE" --trials "$TRIALS" --no-progress "$@" 2> "$OUT/$name.log"
+    local rc=$?
+    grep '^{"time"' "$OUT/$name.log" || { echo "$name failed rc=$rc"; tail -c 3000 "$OUT/$name.log"; }
+    return $rc
+}
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,utilization.gpu --format=csv
+nproc
+step smoke 150 --out "$OUT/smoke.jsonl" --limit 3 --trials 10 --cache-dir "$CACHE/smoke" || exit 1
+step run1 230 --out "$OUT/timed1.jsonl" --cache-dir "$CACHE/shared"
+step run2 200 --out "$OUT/timed2.jsonl" --cache-dir "$CACHE/shared"
+step seq 120 --out "$OUT/seq.jsonl" --limit "$SUBSET" --trials 30 --workers-per-gpu 1 --cache-dir "$CACHE/seq"
+step par 90 --out "$OUT/par.jsonl" --limit "$SUBSET" --trials 30 --cache-dir "$CACHE/par"
+python3 scripts/bench_timing.py report --kb-timing .devdata/kb_timing "$OUT/timed1.jsonl" "$OUT/timed2.jsonl" > "$OUT/report.json" 2>&1
+python3 - "$OUT/report.json" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(json.dumps({k: r[k] for k in ("runs", "method_agreement", "repeat_agreement_pct", "kernelbench_h100",
+                                    "out_of_window", "hardware") if k in r}, indent=0)[:6000])
+print("failed:", r.get("failed"))
+EOF

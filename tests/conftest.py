@@ -1,0 +1,33 @@
+"""Shared fixtures: paths to the offline KernelBench copy and a helper to run opgen's CLI in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+KERNELBENCH = Path(os.environ.get("OPGEN_KERNELBENCH", REPO.parent / "shared" / "kernelbench" / "problems.jsonl"))
+
+
+@pytest.fixture(scope="session")
+def kernelbench_path() -> Path:
+    if not KERNELBENCH.exists():
+        pytest.fail(f"offline KernelBench copy missing: {KERNELBENCH}")
+    return KERNELBENCH
+
+
+@pytest.fixture(scope="session")
+def kernelbench_problems(kernelbench_path) -> list[dict]:
+    return [json.loads(line) for line in kernelbench_path.read_text().splitlines() if line.strip()]
+
+
+def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 900):
+    """Run `python -m opgen ARGS` and return the CompletedProcess (text mode)."""
+    full_env = {**os.environ, "PYTHONWARNINGS": "ignore", **(env or {})}
+    return subprocess.run([sys.executable, "-m", "opgen", *args], cwd=cwd or REPO, env=full_env,
+                          capture_output=True, text=True, timeout=timeout)

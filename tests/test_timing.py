@@ -1,0 +1,175 @@
+"""Timing harness on the CPU: statistics, the record columns, failures, the runtime window and the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from filters.runtime_window import RuntimeWindow
+from opgen.timing import TIMING_COLUMNS, summarize, time_records, timing_summary
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC_TIMING_COLUMNS = ("eager_ms", "compile_ms", "eager_ms_iqr", "compile_ms_iqr", "eager_device_us",
+                       "compile_device_us", "compile_speedup", "hardware", "torch_version", "cuda_version")
+
+LINEAR_TASK = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, n_in, n_out):
+        super().__init__()
+        self.linear = nn.Linear(n_in, n_out)
+
+    def forward(self, x):
+        return torch.relu(self.linear(x)) * 2.0
+
+
+batch = 8
+n_in = 32
+n_out = 16
+
+
+def get_inputs():
+    return [torch.randn(batch, n_in)]
+
+
+def get_init_inputs():
+    return [n_in, n_out]
+'''
+RAISING_TASK = LINEAR_TASK.replace("return torch.relu(self.linear(x)) * 2.0", "return x.no_such_method()")
+CRASHING_TASK = LINEAR_TASK.replace("return torch.relu(self.linear(x)) * 2.0",
+                                    "return __import__('os')._exit(3)")
+
+
+def test_summarize_matches_numpy_quartiles():
+    rng = random.Random(7)
+    samples = [rng.lognormvariate(0, 0.3) for _ in range(101)]
+    stats = summarize(samples)
+    q1, median, q3 = np.percentile(samples, [25, 50, 75])
+    assert stats["median"] == pytest.approx(median)
+    assert stats["iqr"] == pytest.approx(q3 - q1)
+    assert stats["mean"] == pytest.approx(np.mean(samples))
+    assert stats["std"] == pytest.approx(np.std(samples, ddof=1))
+    assert stats["min"] == min(samples)
+    assert stats["count"] == 101
+
+
+def test_summarize_small_and_outlier_samples():
+    assert summarize([1, 2, 3, 4, 100]) == {"median": 3, "iqr": 2, "mean": 22, "std": pytest.approx(43.6177),
+                                           "min": 1, "count": 5}
+    assert summarize([2.5]) == {"median": 2.5, "iqr": 0.0, "mean": 2.5, "std": 0.0, "min": 2.5, "count": 1}
+    assert summarize([])["median"] is None and summarize([])["count"] == 0
+
+
+@pytest.mark.parametrize(("eager_ms", "keep"), [(0.99, False), (1.0, True), (42.0, True), (100.0, True), (100.5, False)])
+def test_runtime_window_bounds(eager_ms, keep):
+    verdict = RuntimeWindow().filter({"timing_device": "cuda", "timing_status": "ok", "eager_ms": eager_ms})
+    assert verdict.keep is keep
+    assert verdict.reason == (None if keep else "runtime_out_of_range")
+    assert verdict.metrics["eager_ms"] == eager_ms
+
+
+def test_runtime_window_is_configurable_and_maps_failures():
+    timed = {"timing_device": "cuda", "timing_status": "ok", "eager_ms": 0.5}
+    assert RuntimeWindow(lo_ms=0.1, hi_ms=1.0).filter(timed).keep
+    assert not RuntimeWindow(lo_ms=1.0, hi_ms=2.0).filter(timed).keep
+    for status, reason in (("timeout", "timeout"), ("crash", "crash"), ("error", "exec_error")):
+        verdict = RuntimeWindow().filter({"timing_device": "cuda", "timing_status": status, "eager_ms": None,
+                                          "timing_error": f"{status}: boom"})
+        assert (verdict.keep, verdict.reason, verdict.detail) == (False, reason, f"{status}: boom")
+    with pytest.raises(ValueError):
+        RuntimeWindow(lo_ms=5, hi_ms=1)
+
+
+def test_runtime_window_skips_cpu_timings_unless_asked():
+    cpu_timed = {"timing_device": "cpu", "timing_status": "ok", "eager_ms": 0.01}
+    assert RuntimeWindow().filter(cpu_timed).metrics == {"runtime_window": "not_applied"}
+    assert RuntimeWindow().filter({"code": "x"}).keep
+    assert RuntimeWindow(apply_to_cpu=True).filter(cpu_timed).reason == "runtime_out_of_range"
+
+
+@pytest.mark.heavy
+def test_time_records_on_cpu_fills_columns_and_keeps_failures():
+    records = [{"id": "raises", "code": RAISING_TASK, "extra": 1},
+               {"id": "linear", "code": LINEAR_TASK},
+               {"id": "crashes", "code": CRASHING_TASK}]
+    timed = time_records(records, device="cpu", trials=4, warmups=1, timeout_s=300, progress=False)
+    assert [r["id"] for r in timed] == ["raises", "linear", "crashes"]
+    assert timed[0]["extra"] == 1
+    for record in timed:
+        assert set(TIMING_COLUMNS) <= set(record) and set(SPEC_TIMING_COLUMNS) <= set(record)
+        json.dumps(record, allow_nan=False)
+
+    linear = timed[1]
+    assert linear["timing_status"] == "ok" and linear["timing_error"] is None
+    assert linear["hardware"].startswith("cpu: ") and linear["cuda_version"] is None
+    assert linear["timing_device"] == "cpu" and "cpu timing" in linear["timing_method"]
+    assert linear["torch_version"] == torch.__version__
+    assert linear["eager_ms"] > 0 and linear["compile_ms"] > 0 and linear["compile_s"] > 0
+    assert linear["eager_ms_count"] == linear["compile_ms_count"] == 4
+    assert linear["eager_ms_min"] <= linear["eager_ms"] and linear["eager_ms_iqr"] >= 0
+    assert linear["eager_device_us"] > 0 and linear["compile_device_us"] > 0
+    assert linear["compile_speedup"] == pytest.approx(linear["eager_ms"] / linear["compile_ms"])
+    assert linear["flops"] == 2 * 8 * 32 * 16  # counted on the meta device: the one matmul
+    assert linear["eager_tflops"] == pytest.approx(linear["flops"] / (linear["eager_ms"] * 1e-3) / 1e12)
+    assert linear["tf32"] is False and linear["dtype"] == "float32"
+
+    raises, crashes = timed[0], timed[2]
+    assert raises["eager_ms"] is None and raises["timing_status"] == "error"
+    assert "no_such_method" in raises["timing_error"]
+    assert crashes["eager_ms"] is None and crashes["timing_status"] == "crash"
+    assert "exited with status 3" in crashes["timing_error"]
+
+    summary = timing_summary(timed)
+    assert (summary["tasks"], summary["timed"], summary["failed"]) == (3, 1, 2)
+    as_if_cuda = [{**r, "timing_device": "cuda"} for r in timed]
+    reasons = [RuntimeWindow(lo_ms=0.0, hi_ms=1e6).filter(r).reason for r in as_if_cuda]
+    assert reasons == ["exec_error", None, "crash"]
+
+
+def _opgen(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "opgen", *args], capture_output=True, text=True, env=env,
+                          cwd=ROOT, timeout=600)
+
+
+@pytest.mark.heavy
+def test_time_cli_on_cpu_writes_one_line_per_task(tmp_path):
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    (tasks / "linear.py").write_text(LINEAR_TASK)
+    (tasks / "raises.py").write_text(RAISING_TASK)
+    out = tmp_path / "timed.jsonl"
+    done = _opgen("time", "--input", str(tasks), "--out", str(out), "--device", "cpu", "--trials", "2",
+                  "--warmups", "0", "--no-compile", "--no-progress")
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["source"] for r in rows] == ["linear.py", "raises.py"]
+    assert rows[0]["eager_ms"] > 0 and rows[0]["compile_ms"] is None and rows[0]["eager_ms_count"] == 2
+    assert rows[1]["eager_ms"] is None and rows[1]["timing_error"]
+    assert '"tasks": 2' in done.stderr
+
+
+def test_time_cli_rejects_bad_input(tmp_path):
+    missing = _opgen("time", "--input", str(tmp_path / "none.jsonl"), "--out", str(tmp_path / "o.jsonl"),
+                     "--device", "cpu")
+    assert missing.returncode == 2 and "input not found" in missing.stderr
+    assert "Traceback" not in missing.stderr
+    bad_trials = _opgen("time", "--input", str(tmp_path), "--out", str(tmp_path / "o.jsonl"), "--trials", "0")
+    assert bad_trials.returncode == 2 and "--trials" in bad_trials.stderr
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a machine without a GPU")
+def test_time_cli_cuda_without_gpu_is_a_usage_error(tmp_path):
+    (tmp_path / "linear.py").write_text(LINEAR_TASK)
+    done = _opgen("time", "--input", str(tmp_path), "--out", str(tmp_path / "o.jsonl"))
+    assert done.returncode == 2 and "no CUDA device" in done.stderr and "Traceback" not in done.stderr
