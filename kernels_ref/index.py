@@ -13,7 +13,8 @@ import numpy as np
 from filters.fingerprint import FINGERPRINT_ERRORS, FINGERPRINT_VERSION, fingerprint
 from kernels_ref.load import load_reference
 
-SIGNATURE_LEVELS = (1, 2, 3)   # an equal operator sequence with these levels' tasks is contamination
+SIGNATURE_LEVELS = (1, 2, 3)
+   # an equal operator sequence with these levels' tasks is contamination
 DEFAULT_CACHE = Path(os.environ.get("OPGEN_CACHE", "~/.cache/opgen")).expanduser()
 
 

@@ -1,12 +1,49 @@
-"""`opgen build`: not built yet."""
+"""`opgen build`: the whole pipeline in one resumable command, from sampling to the dataset in RUN_DIR."""
 
-from opgen.errors import UsageError
+from __future__ import annotations
+
+import sys
+
+from opgen.pipeline.build import BuildConfig, run_build
+from opgen.pipeline.executors import make_executor
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("build", help="(not built yet)")
+    parser = sub.add_parser("build", help="sample, filter, dedup, execute, time: N tasks in RUN_DIR (resumable)",
+                            description="Build N tasks into RUN_DIR; rerunning the same command resumes it.")
+    parser.add_argument("--n", type=int, required=True, help="number of tasks in the dataset")
+    parser.add_argument("--seed", type=int, default=0, help="sampler seed (default 0)")
+    parser.add_argument("--out", required=True, help="run folder (resumed when it holds the same build)")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="where candidates run; cuda also times them and applies the 1-100 ms window")
+    parser.add_argument("--profile", choices=("smoke", "gpu"), default="smoke", help="task sizes (default smoke)")
+    parser.add_argument("--executor", choices=("local", "ray"), default="local", help="local process pool or Ray")
+    parser.add_argument("--workers", type=int, default=2, help="worker processes (local) or CPUs (new Ray cluster)")
+    parser.add_argument("--vocab-plugin", action="append", default=[], metavar="FILE",
+                        help="extra operator specs (repeatable)")
+    parser.add_argument("--reference", default=None,
+                        help="KernelBench: hub id, checkout or JSONL/parquet file (default ScalingIntelligence/KernelBench)")
+    parser.add_argument("--shard-size", type=int, default=16, help="candidates per shard (default 16)")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per candidate in the sandbox")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.set_defaults(func=run)
 
 
 def run(args) -> int:
-    raise UsageError("'build' is not built yet")
+    config = BuildConfig(n=args.n, seed=args.seed, profile=args.profile, device=args.device,
+                         reference=args.reference, vocab_plugins=tuple(args.vocab_plugin),
+                         shard_size=args.shard_size, timeout_s=args.timeout)
+    executor = make_executor(args.executor, args.workers)
+    try:
+        result = run_build(config, args.out, executor, progress=not args.no_progress)
+    finally:
+        executor.close()
+    print(result.funnel.table())
+    by_source = ", ".join(f"{s} {v['tasks']}/{v['quota']}" for s, v in result.stats["by_source"].items() if v["quota"])
+    print(f"\n{result.tasks} of {result.wanted} tasks ({by_source}) from {result.stats['candidates']} candidates "
+          f"in {result.stats['rounds']} round(s)")
+    print(f"run folder: {result.run_dir}  (tasks.parquet, stats.json, rejected.jsonl, logs/build.log)")
+    print(f"next: opgen publish {result.run_dir} --repo-id ORG/NAME --dry-run")
+    if result.tasks < result.wanted:
+        print(f"warning: only {result.tasks} of {result.wanted} tasks survived", file=sys.stderr)
+    return 0

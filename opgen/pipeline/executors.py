@@ -1,0 +1,158 @@
+"""Executors that run a stage's shard jobs: a local process pool (default) or Ray tasks with declared resources.
+
+A stage is a module-level function `fn(payload) -> result` plus the resources one job needs. Executors only
+compute: results come back to the driver through `on_result(key, result)` as each job finishes, and the
+driver writes the shard files and markers, so a killed run loses at most the jobs in flight.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+
+from tqdm import tqdm
+
+from opgen.errors import UsageError
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+RAY_MAX_RETRIES = 3   # a job whose worker process died is run again this many times
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of the build, NeMo-Curator style: what a job needs and how the local executor runs it.
+
+    `own_workers`: the stage starts its own sandboxed worker processes (validation, timing), so the local
+    executor runs its jobs one after another in the driver instead of in its process pool.
+    """
+
+    name: str
+    fn: Callable[[dict], dict]
+    num_cpus: float = 1.0
+    num_gpus: float = 0.0
+    own_workers: bool = False
+
+
+Job = tuple[object, dict]   # (key, payload)
+OnResult = Callable[[object, dict], None]
+
+
+class LocalExecutor:
+    """Runs pure stages in a pool of `workers` processes (spawned lazily, reused) and own-worker stages inline."""
+
+    name = "local"
+
+    def __init__(self, workers: int = 2):
+        self.workers = max(1, workers)
+        self._pool: ProcessPoolExecutor | None = None
+
+    def job_workers(self, stage: Stage) -> int:
+        """Sandbox workers one job of an own-worker stage may start (all of them: jobs run one at a time)."""
+        return self.workers
+
+    def run(self, stage: Stage, jobs: list[Job], on_result: OnResult, desc: str, progress: bool = True,
+            initial: int = 0) -> None:
+        bar = tqdm(total=initial + len(jobs), initial=initial, desc=desc, unit="shard", file=sys.stderr,
+                   disable=not progress, dynamic_ncols=True)
+        try:
+            if stage.own_workers or self.workers == 1 or len(jobs) <= 1:
+                for key, payload in jobs:
+                    on_result(key, stage.fn(payload))
+                    bar.update(1)
+                return
+            pool = self._get_pool()
+            pending = {pool.submit(stage.fn, payload): key for key, payload in jobs}
+            while pending:
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in sorted(finished, key=lambda f: str(pending[f])):
+                    key = pending.pop(future)
+                    on_result(key, future.result())
+                    bar.update(1)
+        finally:
+            bar.close()
+
+    def _get_pool(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            # spawn, not fork: the driver has torch and threads loaded; a forked copy of them can deadlock.
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+        return self._pool
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
+class RayExecutor:
+    """Runs every job as a Ray task with the stage's num_cpus/num_gpus, retried when its worker dies.
+
+    Joins the cluster at RAY_ADDRESS or one already initialised in this process, else starts a local one
+    with `workers` CPUs (and shuts it down on close).
+    """
+
+    name = "ray"
+
+    def __init__(self, workers: int = 2):
+        try:
+            import ray
+        except ImportError:
+            raise UsageError("--executor ray needs Ray: pip install 'opgen[ray]'") from None
+        self.ray = ray
+        self.workers = max(1, workers)
+        self._started = False
+        if not ray.is_initialized():
+            env = {"PYTHONPATH": os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p)}
+            options = {"runtime_env": {"env_vars": env}, "include_dashboard": False, "log_to_driver": False}
+            if not os.environ.get("RAY_ADDRESS"):
+                options["num_cpus"] = self.workers
+            ray.init(**options)
+            self._started = True
+        self._remote: dict[str, object] = {}
+
+    def job_workers(self, stage: Stage) -> int:
+        """One sandbox worker per job: Ray gives each job its own CPU, and runs as many jobs as fit."""
+        return max(1, int(stage.num_cpus))
+
+    def _remote_fn(self, stage: Stage):
+        if stage.name not in self._remote:
+            self._remote[stage.name] = self.ray.remote(stage.fn).options(
+                num_cpus=stage.num_cpus, num_gpus=stage.num_gpus, max_retries=RAY_MAX_RETRIES,
+                retry_exceptions=False, name=f"opgen-{stage.name}")
+        return self._remote[stage.name]
+
+    def run(self, stage: Stage, jobs: list[Job], on_result: OnResult, desc: str, progress: bool = True,
+            initial: int = 0) -> None:
+        remote = self._remote_fn(stage)
+        pending = {remote.remote(payload): key for key, payload in jobs}
+        bar = tqdm(total=initial + len(jobs), initial=initial, desc=desc, unit="shard", file=sys.stderr,
+                   disable=not progress, dynamic_ncols=True)
+        try:
+            while pending:
+                finished, _ = self.ray.wait(list(pending), num_returns=1)
+                for ref in finished:
+                    key = pending.pop(ref)
+                    on_result(key, self.ray.get(ref))
+                    bar.update(1)
+        finally:
+            for ref in pending:
+                self.ray.cancel(ref, force=True)
+            bar.close()
+
+    def close(self) -> None:
+        if self._started:
+            self.ray.shutdown()
+            self._started = False
+
+
+def make_executor(name: str, workers: int = 2) -> LocalExecutor | RayExecutor:
+    """The executor called `name` ("local" or "ray")."""
+    if name == "local":
+        return LocalExecutor(workers)
+    if name == "ray":
+        return RayExecutor(workers)
+    raise UsageError(f"unknown executor {name!r} (choose local or ray)")

@@ -1,0 +1,58 @@
+"""The build's stage functions (module level, so process pools and Ray can ship them) and their resources."""
+
+from __future__ import annotations
+
+import time
+
+from filters.funnel import Funnel
+from opgen.pipeline.executors import Stage
+
+
+def sample_and_screen(payload: dict) -> dict:
+    """Sample candidates `start .. start+count-1` (forced `source` if set) and run the static filter chain."""
+    from filters.chain import static_verdicts
+    from opgen.sampler import sample_records
+    from opgen.vocab import cached_vocabulary
+
+    plugins = tuple(payload.get("plugins") or ())
+    vocab = cached_vocabulary(plugins) if plugins else None
+    candidates = sample_records(payload["seed"], payload["start"], payload["count"], payload["profile"],
+                                vocab=vocab, mix=payload.get("mix"), source=payload.get("source"))
+    funnel = Funnel()
+    verdicts = static_verdicts(candidates, funnel)
+    return {"candidates": candidates, "verdicts": verdicts, "funnel": funnel.to_dict()}
+
+
+def execute_shard(payload: dict) -> dict:
+    """Sandboxed execution filters (eager, compile, determinism, degenerate output) on a shard's records."""
+    from filters.validate import execute_verdicts
+
+    funnel = Funnel()
+    verdicts = execute_verdicts(payload["records"], device=payload["device"], workers=payload["workers"],
+                                timeout_s=payload["timeout_s"], memory_mb=payload["memory_mb"], funnel=funnel)
+    funnel.inputs = 0   # the candidates were counted once, by the static chain
+    return {"verdicts": verdicts, "funnel": funnel.to_dict()}
+
+
+def time_shard(payload: dict) -> dict:
+    """Time a shard's records on CUDA and apply the runtime window: timed records and one verdict each."""
+    from filters.runtime_window import RuntimeWindow
+    from opgen.timing import time_records
+
+    started = time.perf_counter()
+    timed = time_records(payload["records"], device="cuda", trials=payload["trials"], warmups=payload["warmups"],
+                         timeout_s=payload["timeout_s"], progress=False)
+    window = RuntimeWindow(*payload["window_ms"])
+    funnel = Funnel()
+    verdicts = []
+    for record in timed:
+        verdict = window.filter(record)
+        funnel.record(window.name, verdict.keep, verdict.reason)
+        verdicts.append(verdict.line(record))
+    funnel.add_seconds(window.name, time.perf_counter() - started)
+    return {"records": timed, "verdicts": verdicts, "funnel": funnel.to_dict()}
+
+
+SAMPLE = Stage("sample+static", sample_and_screen, num_cpus=1)
+EXECUTE = Stage("execute", execute_shard, num_cpus=1, own_workers=True)
+TIMING = Stage("timing", time_shard, num_cpus=1, num_gpus=1, own_workers=True)

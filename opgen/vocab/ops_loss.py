@@ -1,0 +1,140 @@
+"""Loss and distance operators; losses reduce to a scalar and so only end a chain."""
+
+from __future__ import annotations
+
+import random
+
+from opgen.vocab.spec import Extra, OpSpec, Params, Shape, Sizes
+
+_RANKS = (2, 3, 4, 5)
+
+
+def _draw_reduction(rng: random.Random, shape: Shape, sizes: Sizes) -> Params:
+    return {"reduction": rng.choice(("mean", "sum"))}
+
+
+def _pick(**options):
+    def draw(rng: random.Random, shape: Shape, sizes: Sizes) -> Params:
+        return {"reduction": rng.choice(("mean", "sum")),
+                **{name: rng.choice(values) for name, values in options.items()}}
+
+    return draw
+
+
+def _target(dtype: str = "float"):
+    def extras(shape: Shape, params: Params) -> list[Extra]:
+        return [Extra("target", tuple(shape), dtype=dtype)]
+
+    return extras
+
+
+def _class_target(shape: Shape, params: Params) -> list[Extra]:
+    """Class indices in [0, C) with the input's shape minus the class dimension 1."""
+    target_shape = (shape[0], *shape[2:])
+    return [Extra("target", target_shape, dtype="long", high=shape[1])]
+
+
+def _draw_classes(rng: random.Random, shape: Shape, sizes: Sizes) -> Params | None:
+    if shape[1] < 2:
+        return None
+    return {"reduction": rng.choice(("mean", "sum"))}
+
+
+def _draw_ce(rng: random.Random, shape: Shape, sizes: Sizes) -> Params | None:
+    params = _draw_classes(rng, shape, sizes)
+    if params is not None:
+        params["label_smoothing"] = rng.choice((0.0, 0.0, 0.1))
+    return params
+
+
+def _loss(name: str, phrase: str, *, module: str | None = None, call: str | None = None, draw=_draw_reduction,
+          extras=None, ranks=_RANKS) -> OpSpec:
+    fields = {"module": module, "call": call or "{self}({x}, {target})", "attr": "loss_fn"} if module else {"call": call}
+    return OpSpec(name=name, category="loss", phrase=phrase, ranks=ranks, draw=draw, out_shape=lambda s, p: (),
+                  extras=extras or _target(), last_only=True, **fields)
+
+
+def _triplet_extras(shape: Shape, params: Params) -> list[Extra]:
+    return [Extra("positive", tuple(shape)), Extra("negative", tuple(shape))]
+
+
+LOSSES: list[OpSpec] = [
+    _loss("nn.MSELoss", "computes the mean squared error against a target", module="nn.MSELoss(reduction={reduction})"),
+    _loss("nn.L1Loss", "computes the L1 loss against a target", module="nn.L1Loss(reduction={reduction})"),
+    _loss("nn.SmoothL1Loss", "computes the smooth L1 loss against a target",
+          module="nn.SmoothL1Loss(reduction={reduction}, beta={beta})", draw=_pick(beta=(1.0, 0.5))),
+    _loss("nn.HuberLoss", "computes the Huber loss against a target",
+          module="nn.HuberLoss(reduction={reduction}, delta={delta})", draw=_pick(delta=(1.0, 0.5, 2.0))),
+    _loss("nn.KLDivLoss", "computes the KL divergence from a target distribution", ranks=(2, 3),
+          module="nn.KLDivLoss(reduction='batchmean')", extras=_target("prob")),
+    _loss("nn.CrossEntropyLoss", "computes the cross-entropy against class targets", draw=_draw_ce,
+          module="nn.CrossEntropyLoss(reduction={reduction}, label_smoothing={label_smoothing})",
+          extras=_class_target),
+    _loss("nn.NLLLoss", "computes the negative log-likelihood of class targets", draw=_draw_classes,
+          module="nn.NLLLoss(reduction={reduction})", extras=_class_target),
+    _loss("nn.BCEWithLogitsLoss", "computes binary cross-entropy with logits against a target",
+          module="nn.BCEWithLogitsLoss(reduction={reduction})", extras=_target("positive")),
+    _loss("nn.SoftMarginLoss", "computes the soft-margin loss against a target",
+          module="nn.SoftMarginLoss(reduction={reduction})"),
+    _loss("nn.MultiLabelSoftMarginLoss", "computes the multi-label soft-margin loss", ranks=(2,),
+          module="nn.MultiLabelSoftMarginLoss(reduction={reduction})", extras=_target("positive")),
+    _loss("nn.PoissonNLLLoss", "computes the Poisson negative log-likelihood with log-rate input",
+          module="nn.PoissonNLLLoss(log_input=True, reduction={reduction})", extras=_target("positive")),
+    _loss("nn.TripletMarginLoss", "computes the triplet margin loss", ranks=(2,),
+          module="nn.TripletMarginLoss(margin={margin}, reduction={reduction})", draw=_pick(margin=(1.0, 0.5)),
+          call="{self}({x}, {positive}, {negative})", extras=_triplet_extras),
+    _loss("F.mse_loss", "computes the mean squared error against a target",
+          call="F.mse_loss({x}, {target}, reduction={reduction})"),
+    _loss("F.l1_loss", "computes the L1 loss against a target", call="F.l1_loss({x}, {target}, reduction={reduction})"),
+    _loss("F.smooth_l1_loss", "computes the smooth L1 loss against a target", draw=_pick(beta=(1.0, 0.5)),
+          call="F.smooth_l1_loss({x}, {target}, reduction={reduction}, beta={beta})"),
+    _loss("F.huber_loss", "computes the Huber loss against a target", draw=_pick(delta=(1.0, 0.5)),
+          call="F.huber_loss({x}, {target}, reduction={reduction}, delta={delta})"),
+    _loss("F.cross_entropy", "computes the cross-entropy against class targets", draw=_draw_ce,
+          call="F.cross_entropy({x}, {target}, reduction={reduction}, label_smoothing={label_smoothing})",
+          extras=_class_target),
+    _loss("F.binary_cross_entropy_with_logits", "computes binary cross-entropy with logits against a target",
+          call="F.binary_cross_entropy_with_logits({x}, {target}, reduction={reduction})", extras=_target("positive")),
+    _loss("F.soft_margin_loss", "computes the soft-margin loss against a target",
+          call="F.soft_margin_loss({x}, {target}, reduction={reduction})"),
+    _loss("F.poisson_nll_loss", "computes the Poisson negative log-likelihood with log-rate input",
+          call="F.poisson_nll_loss({x}, {target}, log_input=True, reduction={reduction})", extras=_target("positive")),
+    _loss("F.kl_div", "computes the KL divergence from a target distribution", ranks=(2, 3),
+          call="F.kl_div({x}, {target}, reduction='batchmean')", extras=_target("prob")),
+]
+
+
+def _draw_distance_dim(rng: random.Random, shape: Shape, sizes: Sizes) -> Params:
+    return {"dim": rng.randrange(1, len(shape))}
+
+
+def _other(shape: Shape, params: Params) -> list[Extra]:
+    return [Extra("y", tuple(shape))]
+
+
+def _draw_cdist(rng: random.Random, shape: Shape, sizes: Sizes) -> Params:
+    return {"num_points": sizes.pick(rng, "length"), "p": rng.choice((1.0, 2.0))}
+
+
+DISTANCES: list[OpSpec] = [
+    OpSpec(name="nn.CosineSimilarity", category="distance", phrase="computes cosine similarity with a second input",
+           ranks=_RANKS, draw=_draw_distance_dim, out_shape=lambda s, p: tuple(d for i, d in enumerate(s) if i != p["dim"]),
+           module="nn.CosineSimilarity(dim={dim})", call="{self}({x}, {y})", extras=_other, attr="cosine"),
+    OpSpec(name="F.cosine_similarity", category="distance", phrase="computes cosine similarity with a second input",
+           ranks=_RANKS, draw=_draw_distance_dim, out_shape=lambda s, p: tuple(d for i, d in enumerate(s) if i != p["dim"]),
+           call="F.cosine_similarity({x}, {y}, dim={dim})", extras=_other),
+    OpSpec(name="nn.PairwiseDistance", category="distance",
+           phrase="computes the p-norm distance to a second input along the last dimension", ranks=(2, 3),
+           draw=lambda r, s, z: {"p": r.choice((1.0, 2.0))}, out_shape=lambda s, p: tuple(s[:-1]),
+           module="nn.PairwiseDistance(p={p})", call="{self}({x}, {y})", extras=_other, attr="distance"),
+    OpSpec(name="F.pairwise_distance", category="distance",
+           phrase="computes the p-norm distance to a second input along the last dimension", ranks=(2, 3),
+           draw=lambda r, s, z: {"p": r.choice((1.0, 2.0))}, out_shape=lambda s, p: tuple(s[:-1]),
+           call="F.pairwise_distance({x}, {y}, p={p})", extras=_other),
+    OpSpec(name="torch.cdist", category="distance", phrase="computes pairwise distances to a second set of points",
+           ranks=(3,), draw=_draw_cdist, out_shape=lambda s, p: (s[0], s[1], p["num_points"]),
+           call="torch.cdist({x}, {y}, p={p})",
+           extras=lambda s, p: [Extra("y", (s[0], p["num_points"], s[2]), dim_names=(None, "num_points", None))]),
+]
+
+SPECS: list[OpSpec] = [*LOSSES, *DISTANCES]
