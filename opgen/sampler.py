@@ -7,6 +7,7 @@ the same seed gives the same bytes in any process.
 from __future__ import annotations
 
 import json
+import math
 import random
 from collections.abc import Iterator
 
@@ -138,8 +139,9 @@ def _fit_to_gpu_window(graph: nx.DiGraph, vocab: Vocabulary, rng: random.Random)
         estimate = estimate_gpu_ms(facts["flops"], facts["bytes_moved"], facts["kernels"])
         batch = graph.graph["batch_size"]
         per_batch_bytes = max(1, _largest_tensor_bytes(graph) // max(1, batch))
-        wanted = max(1, round(batch * target / max(estimate, 1e-6)))
-        wanted = min(wanted, max(1, GPU_MAX_TENSOR_BYTES // per_batch_bytes))
+        wanted = nice_batch(batch * target / max(estimate, 1e-6))
+        while wanted > 1 and wanted * per_batch_bytes > GPU_MAX_TENSOR_BYTES:
+            wanted = nice_batch(wanted * 0.75)
         if wanted == batch:
             break
         graph = rescale_batch(graph, wanted)
@@ -147,6 +149,14 @@ def _fit_to_gpu_window(graph: nx.DiGraph, vocab: Vocabulary, rng: random.Random)
         facts = analyze_code(code)
     facts["estimated_gpu_ms"] = round(estimate_gpu_ms(facts["flops"], facts["bytes_moved"], facts["kernels"]), 4)
     return graph, code, facts
+
+
+def nice_batch(value: float) -> int:
+    """The closest batch size of the form 2^k or 3 * 2^k, as a person would pick it."""
+    if value <= 1:
+        return 1
+    candidates = sorted({m << k for k in range(40) for m in (1, 3)})
+    return min(candidates, key=lambda c: abs(math.log(c / value)))
 
 
 def _largest_tensor_bytes(graph: nx.DiGraph) -> int:

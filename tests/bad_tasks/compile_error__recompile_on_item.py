@@ -1,0 +1,24 @@
+import torch
+import torch.nn as nn
+import torch._dynamo.config
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        pass
+
+    def forward(self, x):
+        scale = x.sum().item()
+        return torch.tanh(x * scale)
+
+
+def get_inputs():
+    return [torch.rand(4, 16)]
+
+
+def get_init_inputs():
+    return []
+
+
+torch._dynamo.config.error_on_recompile = True
