@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -62,7 +63,7 @@ def near_duplicate_pairs(shingle_sets: list[frozenset[int]], threshold: float = 
         return []
     # Shingles are already 32-bit hashes, so the MinHash hash function is the identity.
     minhashes = MinHash.bulk(([*s] for s in shingle_sets), num_perm=num_perm, seed=seed, hashfunc=int)
-    lsh = MinHashLSH(threshold=max(0.5, threshold - 0.1), num_perm=num_perm)
+    lsh = MinHashLSH(threshold=max(0.5, threshold - 0.05), num_perm=num_perm)
     with lsh.insertion_session() as session:
         for key, minhash in enumerate(minhashes):
             session.insert(key, minhash, check_duplication=False)
@@ -88,13 +89,17 @@ def run_dedup(records: list[dict], *, reference: str | ReferenceIndex | None = D
               seed: int = MINHASH_SEED, shingle_size: int = SHINGLE_SIZE, cache_dir: str | None = None,
               workers: int | None = None) -> DedupResult:
     """Verdicts for `records` (see dedup_verdicts) plus the summary counts."""
+    clock = [time.perf_counter()]
     index = _resolve_index(reference, cache_dir, shingle_size)
     existing = existing or []
+    clock.append(time.perf_counter())
     prints = fingerprint_codes([r["code"] for r in records] + [r["code"] for r in existing], shingle_size, workers)
     new_prints, old_prints = prints[:len(records)], prints[len(records):]
 
     parsed = [i for i, p in enumerate(new_prints) if p is not None]
+    clock.append(time.perf_counter())
     contamination = dict(zip(parsed, check_contamination([new_prints[i] for i in parsed], index, threshold)))
+    clock.append(time.perf_counter())
     clean = [i for i in parsed if contamination[i].rule is None]
 
     # Nodes: distinct exact keys of the clean new records and of the existing ones.
@@ -112,6 +117,7 @@ def run_dedup(records: list[dict], *, reference: str | ReferenceIndex | None = D
     pairs = near_duplicate_pairs([first_print[k].file_shingles for k in keys], duplicate_threshold, num_perm, seed)
     graph.add_edges_from((keys[i], keys[j]) for i, j, _ in pairs)
 
+    clock.append(time.perf_counter())
     duplicate_of: dict[int, tuple[str, bool]] = {}   # new index -> (survivor id, exact copy?)
     cluster_sizes: Counter = Counter()
     for component in nx.connected_components(graph):
@@ -155,7 +161,9 @@ def run_dedup(records: list[dict], *, reference: str | ReferenceIndex | None = D
                "parse_error": len(records) - len(parsed), "contaminated": dict(rules), "duplicate": dict(kinds),
                "clusters": dict(sorted(cluster_sizes.items())), "near_pairs": len(pairs),
                "reference": f"{len(index)} problems ({index.content_hash[:12]})", "threshold": threshold,
-               "duplicate_threshold": duplicate_threshold}
+               "duplicate_threshold": duplicate_threshold,
+               "seconds": {stage: round(b - a, 3) for stage, a, b in zip(
+                   ("reference", "fingerprint", "contamination", "near_duplicates"), clock, clock[1:])}}
     return DedupResult(verdicts, summary)
 
 

@@ -11,7 +11,7 @@ import torch
 from filters.base import Verdict
 from filters.finite_check import non_finite_detail
 from filters.task_run import CHECK_ATOL, CHECK_RTOL, TaskRun
-from filters.task_runtime import all_close, bit_equal, draw_inputs, run_forward
+from filters.task_runtime import all_close, as_float64, bit_equal, draw_inputs, max_abs_diff, run_forward
 
 
 def constant_detail(outputs: list[torch.Tensor]) -> str | None:
@@ -38,6 +38,9 @@ def check(run: TaskRun) -> Verdict:
         run.inputs.append(inputs)
         run.outputs.append(outputs)
     first = run.outputs[0]
+    spread = max((max_abs_diff(first, other) or 0.0) for other in run.outputs[1:])
+    run.metrics["draw_max_abs_diff"] = spread
+    run.metrics["output_abs_max"] = max(t.detach().abs().max().item() for t in as_float64(first) if t.numel())
     if all(all_close(first, other, CHECK_ATOL, CHECK_RTOL) for other in run.outputs[1:]):
         same_inputs = all(bit_equal([x for x in run.inputs[0] if isinstance(x, torch.Tensor)],
                                     [x for x in other if isinstance(x, torch.Tensor)]) for other in run.inputs[1:])

@@ -28,6 +28,14 @@ def stochastic_submodule(model: torch.nn.Module) -> str | None:
     return None
 
 
+def rng_states(device: str) -> list[torch.Tensor]:
+    """The generator states a random draw would advance (a seeded op with p=0 dropout does not)."""
+    states = [torch.get_rng_state()]
+    if device.startswith("cuda"):
+        states.append(torch.cuda.get_rng_state())
+    return states
+
+
 def check(run: TaskRun) -> Verdict:
     run.namespace = load_namespace(run.code, run.name)
     run.model = build_model(run.namespace, run.device, run.seed)
@@ -36,10 +44,12 @@ def check(run: TaskRun) -> Verdict:
         return Verdict.reject("stochastic_op", f"stochastic module {module}")
     inputs = draw_inputs(run.namespace, run.device, run.draw_seed(0))
     census = OpCensus()
+    rng_before = rng_states(run.device)
     with census:
         outputs = run_forward(run.model, inputs)
-    if census.random_ops:
-        return Verdict.reject("stochastic_op", f"random op in forward: {', '.join(sorted(set(census.random_ops)))}")
+    if not all(torch.equal(a, b) for a, b in zip(rng_before, rng_states(run.device))):
+        ops = ", ".join(sorted(set(census.random_ops))) or "unknown op"
+        return Verdict.reject("stochastic_op", f"forward drew random numbers ({ops})")
     run.inputs, run.outputs, run.work_ops = [inputs], [outputs], census.work_ops
     output_shapes = shapes(outputs)
     run.metrics["output_shape"] = output_shapes[0] if len(output_shapes) == 1 else output_shapes

@@ -11,11 +11,12 @@ import tokenize
 import zlib
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from opgen.astops import NOT_OPERATORS, VIEW_METHODS, op_events
 
-FINGERPRINT_VERSION = 1  # bump when normalisation changes: it keys the reference cache
+FINGERPRINT_VERSION = 2  # bump when normalisation changes: it keys the reference cache
 # What fingerprint() raises on code that does not parse.
 FINGERPRINT_ERRORS = (SyntaxError, tokenize.TokenError, ValueError, RecursionError)
 IDENTIFIER = "V"   # placeholder for a user identifier
@@ -210,22 +211,32 @@ def _normalize_line(line: list[tokenize.TokenInfo], aliases: dict[str, str], num
     return out
 
 
+_TOKEN_HASHES: dict[str, int] = {}
+_MULTIPLIER = np.uint64(0x100000001B3)
+
+
 def _shingles(tokens: list[str], size: int) -> frozenset[int]:
-    if len(tokens) < size:
-        return frozenset({zlib.crc32(" ".join(tokens).encode())}) if tokens else frozenset()
-    return frozenset(zlib.crc32(" ".join(tokens[i:i + size]).encode()) for i in range(len(tokens) - size + 1))
-
-
-_NUMBERED = re.compile(rf"^{IDENTIFIER}\d+$")
+    """32-bit hashes of every run of `size` consecutive tokens (a polynomial hash over stable token hashes)."""
+    if not tokens:
+        return frozenset()
+    hashes = [_TOKEN_HASHES.get(t) or _TOKEN_HASHES.setdefault(t, zlib.crc32(t.encode()) or 1) for t in tokens]
+    values = np.array(hashes, dtype=np.uint64)
+    count = max(1, len(values) - size + 1)
+    combined = np.zeros(count, dtype=np.uint64)
+    for offset in range(min(size, len(values))):
+        combined = combined * _MULTIPLIER + values[offset:offset + count]  # wraps mod 2**64, as intended
+    folded = (combined ^ (combined >> np.uint64(32))) & np.uint64(0xFFFFFFFF)
+    return frozenset(folded.tolist())
 
 
 def _placeholders(tokens: list[str], numbers: bool) -> list[str]:
-    """Identifiers (numbered) to one placeholder; numbers to a placeholder too when `numbers`."""
+    """Numbered identifiers (`V<k>`) to one placeholder; numbers to a placeholder too when `numbers`."""
     out = []
     for token in tokens:
-        if _NUMBERED.match(token):
+        first = token[0]
+        if first == IDENTIFIER and token[1:].isdigit():
             out.append(IDENTIFIER)
-        elif numbers and token[:1].isdigit():
+        elif numbers and (first.isdigit() or first == "." and len(token) > 1):
             out.append(NUMBER)
         else:
             out.append(token)
@@ -247,5 +258,6 @@ def fingerprint(code: str, shingle_size: int = 5) -> Fingerprint:
 
 def jaccard(first: frozenset[int], second: frozenset[int]) -> float:
     """Exact Jaccard similarity of two shingle sets (0 for two empty sets)."""
-    union = len(first | second)
-    return len(first & second) / union if union else 0.0
+    common = len(first & second)
+    union = len(first) + len(second) - common
+    return common / union if union else 0.0

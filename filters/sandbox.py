@@ -147,7 +147,8 @@ class SandboxPool:
     """Persistent sandbox workers: `run_many(fn_path, payloads)` runs `fn(payload)` in them, in parallel.
 
     `env` is added to the workers' environment (e.g. {"CUDA_VISIBLE_DEVICES": "0"}). All workers share
-    one inductor cache folder (`TORCHINDUCTOR_CACHE_DIR`, unless `env` sets it) so compiles are reused.
+    one inductor cache folder (`TORCHINDUCTOR_CACHE_DIR` from `env` or the parent's environment, else
+    DEFAULT_CACHE_DIR) so compiles are reused across workers and runs.
     """
 
     def __init__(self, workers: int, timeout_s: float, memory_mb: int | None, env: dict[str, str] | None = None,
@@ -166,7 +167,7 @@ class SandboxPool:
         env = dict(os.environ)
         threads = str(max(1, (os.cpu_count() or 1) // self.workers))
         env.setdefault("OMP_NUM_THREADS", threads)
-        env["TORCHINDUCTOR_CACHE_DIR"] = str(DEFAULT_CACHE_DIR)
+        env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(DEFAULT_CACHE_DIR))
         env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"  # no compile subprocess pool per worker
         env["PYTHONUNBUFFERED"] = "1"
         env[SYS_PATH_ENV] = json.dumps([p for p in sys.path if p])

@@ -172,7 +172,7 @@ class _ForwardWalker:
             return
         for child in ast.iter_child_nodes(node):
             self._visit(child, cls, attrs, methods)
-        if isinstance(node, ast.BinOp) and type(node.op) in BINOP_NAMES:
+        if isinstance(node, (ast.BinOp, ast.AugAssign)) and type(node.op) in BINOP_NAMES:  # x += b is x + b
             self.events.append(OpEvent(BINOP_NAMES[type(node.op)], "binop"))
 
     def _record_call(self, call: ast.Call, cls: ast.ClassDef, attrs: dict, methods: dict) -> None:

@@ -203,23 +203,30 @@ def _profiler_time_us(torch, fn: Callable, inputs: list, device: str) -> float:
 
     On CPU the same path runs with the CPU activity and sums the ops' self CPU time.
     """
-    from torch.autograd import DeviceType
-    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler import ProfilerActivity
 
     for _ in range(PROFILER_WARMUPS):
         fn(*inputs)
     _synchronize(torch, inputs)
-    activity = ProfilerActivity.CUDA if device == "cuda" else ProfilerActivity.CPU
-    with profile(activities=[activity]) as prof:
+    activities = [ProfilerActivity.CUDA] if device == "cuda" else [ProfilerActivity.CPU]
+    total = _profiled_total_us(torch, fn, inputs, activities, device)
+    if device == "cuda" and total == 0:  # no device events without the CPU activity on this build: add it
+        total = _profiled_total_us(torch, fn, inputs, [ProfilerActivity.CPU, *activities], device)
+    return total / PROFILER_ITERS
+
+
+def _profiled_total_us(torch, fn: Callable, inputs: list, activities: list, device: str) -> float:
+    from torch.autograd import DeviceType
+    from torch.profiler import profile
+
+    with profile(activities=activities) as prof:
         for _ in range(PROFILER_ITERS):
             fn(*inputs)
         _synchronize(torch, inputs)
     events = prof.events()
     if device == "cuda":
-        total = sum(e.device_time_total for e in events if e.device_type == DeviceType.CUDA)
-    else:
-        total = sum(e.self_cpu_time_total for e in events if e.device_type == DeviceType.CPU)
-    return total / PROFILER_ITERS
+        return sum(e.device_time_total for e in events if e.device_type == DeviceType.CUDA)
+    return sum(e.self_cpu_time_total for e in events if e.device_type == DeviceType.CPU)
 
 
 _FLUSH: dict[str, object] = {}
@@ -272,11 +279,11 @@ def _prefixed(prefix: str, stats: dict) -> dict:
 
 def _set_tf32(torch, enabled: bool) -> None:
     """TF32 for matmul and cuDNN, through the fp32_precision API where it exists (mixing APIs is an error)."""
-    precision = "tf32" if enabled else "ieee"
-    if hasattr(torch.backends.cuda.matmul, "fp32_precision"):
-        torch.backends.cuda.matmul.fp32_precision = precision
-        torch.backends.cudnn.conv.fp32_precision = precision
-        torch.backends.cudnn.rnn.fp32_precision = precision
+    cudnn = getattr(torch.backends, "cudnn", None)
+    targets = [getattr(torch.backends.cuda, "matmul", None), getattr(cudnn, "conv", None), getattr(cudnn, "rnn", None)]
+    if all(hasattr(target, "fp32_precision") for target in targets):
+        for target in targets:
+            target.fp32_precision = "tf32" if enabled else "ieee"
     else:
         torch.backends.cuda.matmul.allow_tf32 = enabled
         torch.backends.cudnn.allow_tf32 = enabled

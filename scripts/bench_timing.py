@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import statistics
 import sys
@@ -14,6 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from opgen.errors import UsageError  # noqa: E402
 from opgen.records import read_jsonl  # noqa: E402
 from opgen.timing import time_records, timing_summary  # noqa: E402
 
@@ -122,7 +124,24 @@ def bench(n_tasks: int = 4, trials: int = 20) -> dict:
     return figures
 
 
+def run_time_command(argv: list[str]) -> int:
+    """`opgen time` without importing the other subcommands (whose dependencies a GPU image may lack)."""
+    spec = importlib.util.spec_from_file_location("opgen_time_command", ROOT / "opgen" / "commands" / "time.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    parser = argparse.ArgumentParser(prog="opgen")
+    module.register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["time", *argv])
+    try:
+        return args.func(args)
+    except UsageError as error:
+        print(f"opgen: error: {error}", file=sys.stderr)
+        return 2
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["time"]:
+        sys.exit(run_time_command(sys.argv[2:]))
     parser = argparse.ArgumentParser(description=__doc__)
     sub = parser.add_subparsers(dest="command")
     rep = sub.add_parser("report", help="figures from one or two timed JSONL files")

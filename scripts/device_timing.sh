@@ -5,15 +5,21 @@
 # Input: .devdata/kb_level2.jsonl (copied from ../shared/kernelbench/problems.jsonl; git-ignored, carried).
 # Usage there: OUT=/some/dir bash scripts/device_timing.sh   (stops starting steps after BUDGET_S seconds)
 set -u
-export PYTHONPATH=. PYTHONUNBUFFERED=1
+export PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/opgen-timing}
-BUDGET_S=${BUDGET_S:-500}
-SUBSET=${SUBSET:-24}
+BUDGET_S=${BUDGET_S:-540}
+SUBSET=${SUBSET:-16}
 IN=${IN:-.devdata/kb_level2.jsonl}
 DEVICE=${DEVICE:-cuda}
 TRIALS=${TRIALS:-100}
 mkdir -p "$OUT"
 CACHE=$(mktemp -d)
+LOGS=$(mktemp -d)  # at most 8 files come back from $OUT: logs are joined into $OUT/logs.txt at the end
+OPGEN_TIME=(python3 -m opgen time)
+if ! python3 -m opgen time --help > /dev/null 2> "$LOGS/cli.err"; then  # another command's imports failing
+    echo "python3 -m opgen fails here ($(tail -1 "$LOGS/cli.err")); using scripts/bench_timing.py time"
+    OPGEN_TIME=(python3 scripts/bench_timing.py time)
+fi
 
 step() {  # step NAME SECONDS ARGS...: run `opgen time` with a time limit, keep its log, print its summary
     local name=$1 limit=$2; shift 2
@@ -21,16 +27,25 @@ step() {  # step NAME SECONDS ARGS...: run `opgen time` with a time limit, keep 
     if (( left < 30 )); then echo "skip $name: budget spent"; return 1; fi
     (( limit > left )) && limit=$left
     echo "== $name (limit ${limit}s, t=${SECONDS}s)"
-    timeout "$limit" python3 -m opgen time --input "$IN" --device "$DEVICE" --trials "$TRIALS" --no-progress "$@" 2> "$OUT/$name.log"
+    timeout "$limit" "${OPGEN_TIME[@]}" --input "$IN" --device "$DEVICE" --trials "$TRIALS" --no-progress "$@" 2> "$LOGS/$name.log"
     local rc=$?
-    grep '^{"time"' "$OUT/$name.log" || { echo "$name failed rc=$rc"; tail -c 3000 "$OUT/$name.log"; }
+    grep '^{"time"' "$LOGS/$name.log" || { echo "$name failed rc=$rc"; tail -c 3000 "$LOGS/$name.log"; }
     return $rc
 }
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,utilization.gpu --format=csv
 nproc
-step smoke 150 --out "$OUT/smoke.jsonl" --limit 3 --trials 10 --cache-dir "$CACHE/smoke" || exit 1
-step run1 230 --out "$OUT/timed1.jsonl" --cache-dir "$CACHE/shared"
+trap 'for f in "$LOGS"/*.log; do echo "### $f"; tail -c 100000 "$f"; done > "$OUT/logs.txt"' EXIT
+step smoke 150 --out "$LOGS/smoke.jsonl" --limit 3 --trials 10 --cache-dir "$CACHE/smoke" || exit 1
+step run1 260 --out "$OUT/timed1.jsonl" --cache-dir "$CACHE/shared"
+python3 - "$OUT/timed1.jsonl" <<'EOF' || exit 1
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+failed = [r for r in rows if r.get("eager_ms") is None or r.get("compile_ms") is None]
+for r in failed[:5]:
+    print("failed:", r.get("name"), (r.get("timing_error") or "")[:400])
+sys.exit(1 if len(failed) > 20 else 0)
+EOF
 step run2 200 --out "$OUT/timed2.jsonl" --cache-dir "$CACHE/shared"
 step seq 120 --out "$OUT/seq.jsonl" --limit "$SUBSET" --trials 30 --workers-per-gpu 1 --cache-dir "$CACHE/seq"
 step par 90 --out "$OUT/par.jsonl" --limit "$SUBSET" --trials 30 --cache-dir "$CACHE/par"

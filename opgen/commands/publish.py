@@ -1,12 +1,33 @@
-"""`opgen publish`: not built yet."""
+"""`opgen publish`: write a build's dataset folder (parquet shards, card, plots) and upload it or copy it."""
 
-from opgen.errors import UsageError
+from __future__ import annotations
+
+from opgen.publish import publish
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("publish", help="(not built yet)")
+    parser = sub.add_parser("publish", help="write RUN_DIR's dataset folder and upload it to the Hub",
+                            description="Write the dataset folder of a finished build and publish it.")
+    parser.add_argument("run_dir", metavar="RUN_DIR", help="a finished `opgen build` run folder")
+    parser.add_argument("--repo-id", required=True,
+                        help="ORG/NAME on the Hub, or a local folder (./x, /x, or existing) to copy to")
+    parser.add_argument("--private", action="store_true", help="create the Hub repository private")
+    parser.add_argument("--dry-run", action="store_true", help="write the folder only; no upload")
+    parser.add_argument("--out", default=None, help="dataset folder (default RUN_DIR/dataset)")
+    parser.add_argument("--token", default=None, help="Hugging Face token (default: HF_TOKEN)")
     parser.set_defaults(func=run)
 
 
 def run(args) -> int:
-    raise UsageError("'publish' is not built yet")
+    result = publish(args.run_dir, args.repo_id, private=args.private, dry_run=args.dry_run, out=args.out,
+                     token=args.token)
+    print(f"dataset folder: {result.folder} ({result.rows} rows)")
+    print(f"load it: python -c \"import datasets; print(datasets.load_dataset('{result.folder}', split='train'))\"")
+    if result.target is None:
+        print("dry run: nothing uploaded")
+    elif result.target.startswith("https://"):
+        print(f"uploaded: {result.target}")
+        print(f"load it from the Hub: datasets.load_dataset('{args.repo_id}', split='train')")
+    else:
+        print(f"copied to: {result.target}")
+    return 0

@@ -99,6 +99,17 @@ def load_reference_index(reference: str | None):
         raise
 
 
+def stage_order(device: str) -> list[str]:
+    """Funnel stages in pipeline order, so the merged table reads top to bottom."""
+    from filters.chain import STATIC_FILTERS
+    from filters.execute_worker import STAGE_NAMES
+    from filters.runtime_window import RuntimeWindow
+    from filters.validate import SANDBOX_STAGE
+
+    order = [f.name for f in STATIC_FILTERS] + ["dedup", SANDBOX_STAGE, *STAGE_NAMES]
+    return order + [RuntimeWindow.name] if device == "cuda" else order
+
+
 class Build:
     """One build over a run folder; `run()` does (or finishes) it."""
 
@@ -302,6 +313,7 @@ class Build:
     def _funnel_and_rejects(self, rounds_run: int) -> tuple[Funnel, list[dict]]:
         """The merged funnel of every marker, and one line per rejected candidate with its stage and reason."""
         funnel = Funnel()
+        funnel.declare(stage_order(self.config.device))
         rejected = []
         for round_index in range(rounds_run):
             if self.rundir.done(self.rundir.round_dir(round_index), "round") is None:

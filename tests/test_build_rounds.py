@@ -1,0 +1,57 @@
+"""Round planning of `opgen build`: quotas by largest remainder, next-round sizes, deterministic selection."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from opgen.pipeline import rounds
+from opgen.pipeline.schema import COLUMNS, DATASET_SCHEMA, dataset_table
+from opgen.sampler import DEFAULT_MIX
+
+
+def test_quotas_follow_the_mix_by_largest_remainder():
+    # 40 x mix: 1.36, 33.51, 3.05, 1.12, 0.49, 0.47 -> floors sum to 38; the two largest remainders get +1
+    assert rounds.quotas(40, DEFAULT_MIX) == {"torch#1": 1, "torch#2": 34, "torch#3": 3, "torch#4": 1,
+                                              "torch#5": 1, "transformers": 0}
+    assert rounds.quotas(4, DEFAULT_MIX)["torch#2"] == 4
+    for n in (1, 7, 100, 6000):
+        assert sum(rounds.quotas(n, DEFAULT_MIX).values()) == n
+    assert rounds.quotas(6000, DEFAULT_MIX)["torch#2"] == 5026
+    with pytest.raises(ValueError):
+        rounds.quotas(3, {"a": 0.0})
+
+
+def test_next_round_draws_only_missing_sources_with_fresh_indices():
+    wanted = {"torch#2": 10, "torch#5": 2, "transformers": 1}
+    survivors = Counter({"torch#2": 12, "transformers": 1})
+    candidates = Counter({"torch#2": 20, "transformers": 4})
+    segments = rounds.next_round(100, wanted, survivors, candidates, oversample=1.25, max_count=50)
+    assert [s.source for s in segments] == ["torch#5"]          # the only source short of its quota
+    assert segments[0].start == 100 and segments[0].count >= 2   # never fewer than the deficit
+    # a source that survives rarely gets more candidates than one that survives often
+    low = rounds.next_round(0, {"a": 5}, Counter({"a": 1}), Counter({"a": 40}), 1.25, 1000)[0].count
+    high = rounds.next_round(0, {"a": 5}, Counter({"a": 1}), Counter({"a": 1}), 1.25, 1000)[0].count
+    assert low > high
+    two = rounds.next_round(7, {"a": 3, "b": 3}, Counter(), Counter(), 1.0, 100)
+    assert two[1].start == two[0].start + two[0].count          # ranges never overlap
+
+
+def test_select_takes_the_first_quota_per_source_by_sample_index():
+    survivors = [{"sample_index": i, "data_source": s} for i, s in
+                 [(9, "a"), (1, "a"), (5, "b"), (3, "a"), (7, "b"), (2, "c")]]
+    chosen, surplus = rounds.select(survivors, {"a": 2, "b": 1})
+    assert [r["sample_index"] for r in chosen] == [1, 3, 5]
+    assert sorted(r["sample_index"] for r in surplus) == [2, 7, 9]
+
+
+def test_dataset_table_has_a_fixed_schema_even_when_timings_are_null():
+    record = {"code": "x", "ops": ["torch.tanh"], "data_source": "torch#1", "id": "ops-1", "num_ops": 1, "seed": 0,
+              "graph": {"nodes": []}, "input_shapes": [[2, 3]], "output_shape": [2, 3], "flops": 6,
+              "bytes_moved": 48, "kb_nearest": "level1/1", "kb_similarity": 0.2, "extra": "dropped"}
+    table = dataset_table([record])
+    assert table.schema == DATASET_SCHEMA and tuple(table.column_names) == COLUMNS
+    row = table.to_pylist()[0]
+    assert row["eager_ms"] is None and row["hardware"] is None and row["graph"] == '{"nodes": []}'
+    assert dataset_table([]).schema == DATASET_SCHEMA
