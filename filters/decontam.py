@@ -8,7 +8,7 @@ from filters.fingerprint import Fingerprint
 from kernels_ref.index import ReferenceIndex
 
 # Chosen by scripts/decontam_curve.py (docs/decontamination.md): recall on disguised copies vs honest tasks.
-CONTAMINATION_THRESHOLD = 0.7
+CONTAMINATION_THRESHOLD = 0.65
 
 
 @dataclass(frozen=True)

@@ -14,11 +14,10 @@ from datasketch import MinHash, MinHashLSH
 
 from filters.base import Verdict
 from filters.decontam import CONTAMINATION_THRESHOLD, check_contamination
-from filters.fingerprint import FINGERPRINT_ERRORS, Fingerprint, fingerprint, jaccard
+from filters.fingerprint import FINGERPRINT_ERRORS, SHINGLE_SIZE, Fingerprint, fingerprint, jaccard
 from kernels_ref import DEFAULT_REFERENCE, ReferenceIndex, reference_index
 
 DUPLICATE_THRESHOLD = 0.9   # whole-file shingle Jaccard at or above which two tasks are near duplicates
-SHINGLE_SIZE = 5
 NUM_PERM = 128
 MINHASH_SEED = 1
 _PARALLEL_FROM = 4000       # below this many distinct codes, worker start-up costs more than it saves

@@ -16,7 +16,8 @@ import torch
 
 from opgen.astops import NOT_OPERATORS, VIEW_METHODS, op_events
 
-FINGERPRINT_VERSION = 2  # bump when normalisation changes: it keys the reference cache
+FINGERPRINT_VERSION = 2
+SHINGLE_SIZE = 7  # tokens per shingle: chosen with scripts/decontam_curve.py (docs/decontamination.md)  # bump when normalisation changes: it keys the reference cache
 # What fingerprint() raises on code that does not parse.
 FINGERPRINT_ERRORS = (SyntaxError, tokenize.TokenError, ValueError, RecursionError)
 IDENTIFIER = "V"   # placeholder for a user identifier
@@ -243,7 +244,7 @@ def _placeholders(tokens: list[str], numbers: bool) -> list[str]:
     return out
 
 
-def fingerprint(code: str, shingle_size: int = 5) -> Fingerprint:
+def fingerprint(code: str, shingle_size: int = SHINGLE_SIZE) -> Fingerprint:
     """All fingerprints of one task. Raises SyntaxError / tokenize.TokenError on code that does not parse."""
     lines, span = normalized_lines(code)
     whole = [token for line in lines for token in line]

@@ -203,7 +203,8 @@ class SandboxPool:
                     if worker.ready and worker.index is None and pending:
                         self._dispatch(worker, pending, fn_path, payloads)
                 selector = self._reselect(selector)
-                timeout = max(0.0, min([POLL_S] + [w.deadline - time.monotonic() for w in self._pool]))
+                waiting = [w for w in self._pool if w.index is not None or not w.ready]  # idle workers have no deadline
+                timeout = max(0.0, min([POLL_S] + [w.deadline - time.monotonic() for w in waiting]))
                 selector.select(timeout)
                 for worker in list(self._pool):
                     done = self._service(worker, results)

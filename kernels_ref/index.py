@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from filters.fingerprint import FINGERPRINT_ERRORS, FINGERPRINT_VERSION, fingerprint
+from filters.fingerprint import FINGERPRINT_ERRORS, FINGERPRINT_VERSION, SHINGLE_SIZE, fingerprint
 from kernels_ref.load import load_reference
 
 SIGNATURE_LEVELS = (1, 2, 3)
@@ -81,7 +81,7 @@ def content_hash(rows: list[dict], shingle_size: int) -> str:
     return digest.hexdigest()
 
 
-def build_index(rows: list[dict], shingle_size: int = 5) -> ReferenceIndex:
+def build_index(rows: list[dict], shingle_size: int = SHINGLE_SIZE) -> ReferenceIndex:
     """Fingerprint every reference problem (no cache)."""
     signatures, shingles = [], []
     for row in rows:
@@ -97,7 +97,7 @@ def build_index(rows: list[dict], shingle_size: int = 5) -> ReferenceIndex:
 
 
 def reference_index(source: str | None = None, cache_dir: str | os.PathLike | None = None,
-                    shingle_size: int = 5) -> ReferenceIndex:
+                    shingle_size: int = SHINGLE_SIZE) -> ReferenceIndex:
     """The fingerprinted reference for `source` (see load_reference), from `cache_dir` when cached there."""
     rows = load_reference(source)
     key = content_hash(rows, shingle_size)

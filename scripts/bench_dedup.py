@@ -40,6 +40,7 @@ def bench_dedup(count: int = 50_000, reference: str = DEFAULT_REFERENCE, num_per
     """Print and return the figures of one dedup run over `count` sampled candidates."""
     started = time.perf_counter()
     records = sampled_candidates(count)
+    load_before = os.getloadavg()[0]
     made = time.perf_counter() - started
     with tempfile.TemporaryDirectory() as cache:
         cold = time.perf_counter()
@@ -50,7 +51,8 @@ def bench_dedup(count: int = 50_000, reference: str = DEFAULT_REFERENCE, num_per
         elapsed = time.perf_counter() - started
     summary = result.summary
     print(f"bench_dedup: {count} candidates sampled in {made:.1f} s ({len({r['code'] for r in records})} distinct "
-          f"codes); {os.cpu_count()} cores; num_perm {num_perm}")
+          f"codes); {os.cpu_count()} cores, load average before/after "
+          f"{load_before:.1f}/{os.getloadavg()[0]:.1f} (other processes share the cores); num_perm {num_perm}")
     print(f"  reference fingerprints, cold (no cache): {cold:.2f} s")
     print(f"  dedup + decontamination, warm cache: {elapsed:.1f} s ({count / elapsed:,.0f} candidates/s); "
           f"stages: " + ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in summary["seconds"].items()))

@@ -1,6 +1,6 @@
 """Precision/recall of the contamination rules over Jaccard thresholds: disguised KernelBench copies vs sampler tasks.
 
-    python scripts/decontam_curve.py --reference ../shared/kernelbench/problems.jsonl --honest 2000
+    python scripts/decontam_curve.py --reference ../shared/kernelbench/problems.jsonl --honest 1000 --shingle-sizes 5,7
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from filters.decontam import CONTAMINATION_THRESHOLD  # noqa: E402
 from filters.dedup import fingerprint_codes  # noqa: E402
+from filters.fingerprint import SHINGLE_SIZE  # noqa: E402
 from kernels_ref import build_index, load_reference  # noqa: E402
 from kernels_ref.disguise import DISGUISES, disguise  # noqa: E402
 
@@ -46,10 +47,16 @@ def extended_copies(rows: list[dict], seed: int = 0) -> list[str]:
 
 
 def honest_tasks(count: int, seed: int) -> list[str]:
-    """Sampler candidates (smoke profile): the honest set."""
+    """Sampler candidates (smoke profile): the honest set (a candidate the sampler fails to analyse is skipped)."""
     from opgen.sampler import sample_records
 
-    return [record["code"] for record in sample_records(seed, 0, count, profile="smoke")]
+    codes = []
+    for index in range(count):
+        try:
+            codes.extend(record["code"] for record in sample_records(seed, index, 1, profile="smoke"))
+        except Exception:  # noqa: BLE001 - the sampler's own analysis errors are not ours to judge here
+            continue
+    return codes
 
 
 def flags(codes: list[str], index, shingle_size: int) -> list[tuple[bool, float]]:
@@ -92,7 +99,8 @@ def curve(reference: str, honest: int, seed: int, shingle_sizes: list[int]) -> N
             true_pos = both(pos["disguised"]) * len(pos["disguised"])
             false_pos = both(neg) * len(neg)
             precision = true_pos / max(1e-9, true_pos + false_pos)
-            mark = "  <- chosen" if abs(threshold - CONTAMINATION_THRESHOLD) < 1e-9 else ""
+            chosen = abs(threshold - CONTAMINATION_THRESHOLD) < 1e-9 and size == SHINGLE_SIZE
+            mark = "  <- chosen" if chosen else ""
             print(f"  {threshold:4.2f}   | {100 * jaccard_disguised:5.1f}% {100 * jaccard_extended:5.1f}%      | "
                   f"{100 * novel_flagged:5.1f}%       | {100 * both(pos['disguised']):5.1f}% "
                   f"{100 * both(pos['extended']):5.1f}%                   | {100 * both(neg):5.1f}%              | "
@@ -108,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reference", default="../shared/kernelbench/problems.jsonl")
     parser.add_argument("--honest", type=int, default=2000, help="sampler candidates in the honest set")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--shingle-sizes", default="5", help="comma-separated, e.g. 3,5,7")
+    parser.add_argument("--shingle-sizes", default=str(SHINGLE_SIZE), help="comma-separated, e.g. 3,5,7")
     args = parser.parse_args(argv)
     curve(args.reference, args.honest, args.seed, [int(s) for s in args.shingle_sizes.split(",")])
     return 0

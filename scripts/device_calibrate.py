@@ -1,8 +1,8 @@
 """On the GPU: eager CUDA time of gpu-profile candidates vs the sampler's estimate, to calibrate the profile.
 
 Usage (device): python3 scripts/device_calibrate.py CANDIDATES.jsonl OUT.jsonl
-Candidates come from `opgen sample --profile gpu`; they are opgen's own rendered code. Each task runs in
-a fresh subprocess so one failure or out-of-memory cannot disturb the others.
+Candidates come from `opgen sample --profile gpu`; they are opgen's own rendered code, run in this process
+one after the other (a failure is recorded and the next task goes on).
 """
 
 from __future__ import annotations
@@ -10,48 +10,46 @@ from __future__ import annotations
 import json
 import math
 import statistics
-import subprocess
 import sys
 
-CHILD = r"""
-import json, sys, torch
-record = json.loads(sys.stdin.read())
-ns = {}
-exec(record["code"], ns)
-torch.backends.cuda.matmul.allow_tf32 = False
-torch.backends.cudnn.allow_tf32 = False
-torch.manual_seed(0)
-with torch.device("cuda"):
-    model = ns["Model"](*ns["get_init_inputs"]()).eval()
-    inputs = ns["get_inputs"]()
-times = []
-with torch.no_grad():
-    for _ in range(3):
-        model(*inputs)
-    torch.cuda.synchronize()
-    for _ in range(10):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        model(*inputs)
-        end.record()
+def eager_ms(torch, code: str) -> dict:
+    """Median of 10 CUDA-event timings of one eager forward after 3 warm-ups (inputs made on the GPU)."""
+    ns: dict = {}
+    exec(code, ns)  # opgen's own rendered code
+    torch.manual_seed(0)
+    torch.cuda.reset_peak_memory_stats()
+    with torch.device("cuda"):
+        model = ns["Model"](*ns["get_init_inputs"]()).eval()
+        inputs = ns["get_inputs"]()
+    times = []
+    with torch.no_grad():
+        for _ in range(3):
+            model(*inputs)
         torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-times.sort()
-print(json.dumps({"eager_ms": times[len(times) // 2], "peak_gb": torch.cuda.max_memory_allocated() / 1e9}))
-"""
+        for _ in range(10):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            model(*inputs)
+            end.record()
+            torch.cuda.synchronize()
+            times.append(start.elapsed_time(end))
+    times.sort()
+    return {"eager_ms": times[len(times) // 2], "peak_gb": torch.cuda.max_memory_allocated() / 1e9}
 
 
 def main(candidates: str, out: str) -> None:
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
     rows = [json.loads(line) for line in open(candidates)]
     results = []
     for record in rows:
         try:
-            proc = subprocess.run([sys.executable, "-c", CHILD], input=json.dumps(record), capture_output=True,
-                                  text=True, timeout=120)
-            measured = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else None
-            error = None if measured else proc.stderr.strip().splitlines()[-1][:300]
-        except subprocess.TimeoutExpired:
-            measured, error = None, "timeout"
+            measured, error = eager_ms(torch, record["code"]), None
+        except Exception as exc:  # noqa: BLE001 - a failing candidate is a data point, not a stop
+            measured, error = None, repr(exc)[:300]
+        torch.cuda.empty_cache()
         row = {"id": record["id"], "ops": record["ops"], "estimated_gpu_ms": record.get("estimated_gpu_ms"),
                "flops": record["flops"], "bytes_moved": record["bytes_moved"], "error": error,
                **(measured or {})}

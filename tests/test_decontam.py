@@ -11,7 +11,7 @@ from filters.dedup import dedup_verdicts
 from filters.fingerprint import canonical_op, fingerprint, op_signature
 from kernels_ref import load_reference, reference_index
 from kernels_ref.disguise import DISGUISES, disguise
-from tests.test_kernels_ref import KB_JSONL, SIGMOID, needs_kb  # noqa: F401
+from tests.test_kernels_ref import KB_JSONL, SIGMOID, needs_kb, sampled
 
 pytestmark = needs_kb
 
@@ -134,9 +134,7 @@ def test_bias_add_written_with_torch_add_matches_kernelbench_binop(kb_index):
 
 @pytest.fixture(scope="module")
 def honest_records():
-    from opgen.sampler import sample_records
-
-    return sample_records(7, 0, 120, profile="smoke")
+    return sampled(7, 120)
 
 
 def test_honest_sampler_chains_are_rarely_flagged(kb_index, honest_records):

@@ -13,7 +13,7 @@ from kernels_ref import reference_index
 from kernels_ref.disguise import disguise
 from opgen.records import task_id
 from tests.conftest import run_cli
-from tests.test_kernels_ref import KB_JSONL, needs_kb
+from tests.test_kernels_ref import KB_JSONL, needs_kb, sampled
 
 pytestmark = needs_kb
 
@@ -26,9 +26,7 @@ def kb_index(tmp_path_factory):
 @pytest.fixture(scope="module")
 def originals(kb_index):
     """Distinct, clean sampler candidates (no KernelBench look-alikes, no duplicates among themselves)."""
-    from opgen.sampler import sample_records
-
-    records = sample_records(11, 0, 60, profile="smoke")
+    records = sampled(11, 60)
     verdicts = dedup_verdicts(records, reference=kb_index)
     clean = [r for r, v in zip(records, verdicts) if v["keep"]]
     assert len(clean) >= 30

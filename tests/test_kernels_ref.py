@@ -59,6 +59,19 @@ def get_init_inputs():
 """
 
 
+def sampled(seed: int, count: int) -> list[dict]:
+    """Sampler candidates (smoke profile), skipping any index the sampler itself fails on."""
+    from opgen.sampler import sample_records
+
+    records = []
+    for index in range(count):
+        try:
+            records.extend(sample_records(seed, index, 1, profile="smoke"))
+        except Exception:  # noqa: BLE001 - a sampler failure is not what these tests judge
+            continue
+    return records
+
+
 def _folder(root: Path) -> Path:
     (root / "level1").mkdir(parents=True)
     (root / "level2").mkdir()

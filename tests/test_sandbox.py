@@ -8,7 +8,8 @@ import pytest
 
 from filters.sandbox import SandboxPool, SandboxResult
 
-HELPERS = "test_sandbox_helpers"
+# "tests.test_sandbox_helpers" when tests/ is a package, else the bare module name; workers inherit sys.path.
+HELPERS = __name__.rpartition(".")[0] + ".test_sandbox_helpers" if "." in __name__ else "test_sandbox_helpers"
 
 
 def _pool(**kwargs) -> SandboxPool:
@@ -97,4 +98,4 @@ def test_more_payloads_than_workers_all_answered(workers):
 
 
 def test_helper_module_is_beside_this_file():
-    assert (Path(__file__).parent / f"{HELPERS}.py").exists()
+    assert (Path(__file__).parent / f"{HELPERS.rpartition('.')[2]}.py").exists()

@@ -3,7 +3,6 @@ mixing the whole suite into a good set leaves the good set's verdicts unchanged.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,6 @@ from filters.validate import validate_records
 from opgen.records import read_inputs
 
 BAD_TASKS = Path(__file__).parent / "bad_tasks"
-KERNELBENCH = Path("/work/shared/kernelbench/problems.jsonl")
 # A CPU window wide enough for the shrunk KernelBench tasks, too narrow for the slow bad tasks.
 WINDOW_MS = (0.0, 150.0)
 SETTINGS = {"workers": 2, "timeout_s": 25.0, "memory_mb": 2048, "runtime_window_ms": WINDOW_MS}
@@ -28,10 +26,7 @@ def expected_reason(source: str) -> str:
     return source.split("__", 1)[0]
 
 
-def good_records() -> list[dict]:
-    if not KERNELBENCH.exists():
-        pytest.skip("KernelBench offline copy not present")
-    rows = [json.loads(line) for line in KERNELBENCH.read_text().splitlines() if line.strip()]
+def good_records(rows: list[dict]) -> list[dict]:
     chosen = [r for r in rows if r["level"] <= 2 and r["name"] in GOOD_NAMES]
     return [{"source": f"L{r['level']}/{r['name']}", "id": f"kb-{r['level']}-{r['problem_id']}",
              "code": shrink_sizes(r["code"])} for r in chosen]
@@ -50,9 +45,9 @@ def test_the_suite_covers_every_reason_three_times():
 
 
 @pytest.mark.heavy
-def test_bad_tasks_rejected_for_the_right_reason_and_good_set_unchanged():
+def test_bad_tasks_rejected_for_the_right_reason_and_good_set_unchanged(kernelbench_problems):
     bad = read_inputs(BAD_TASKS)
-    good = good_records()
+    good = good_records(kernelbench_problems)
     assert len(good) == len(GOOD_NAMES)
     alone = validate_records(good, **SETTINGS)
     assert all(line["keep"] for line in alone), [line for line in alone if not line["keep"]]

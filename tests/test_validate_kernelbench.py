@@ -6,16 +6,12 @@ reason, and the verdict line's metrics are the evidence that is asserted.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
 from filters.chain import Funnel
 from filters.shrink import shrink_sizes
 from filters.validate import validate_records
 
-KERNELBENCH = Path("/work/shared/kernelbench/problems.jsonl")
 CHECK_TOLERANCE = 1e-2
 
 # level, name -> reason. Evidence, asserted below:
@@ -36,10 +32,7 @@ EXPECTED_REJECTIONS: dict[tuple[int, str], str] = {
 DEGENERATE: set[tuple[int, str]] = set()
 
 
-def kernelbench_records() -> list[dict]:
-    if not KERNELBENCH.exists():
-        pytest.skip("KernelBench offline copy not present")
-    rows = [json.loads(line) for line in KERNELBENCH.read_text().splitlines() if line.strip()]
+def kernelbench_records(rows: list[dict]) -> list[dict]:
     return [{"source": f"{r['level']}/{r['name']}", "id": f"kb-{r['level']}-{r['problem_id']}",
              "level": r["level"], "name": r["name"], "code": shrink_sizes(r["code"])}
             for r in rows if r["level"] in (1, 2)]
@@ -53,15 +46,15 @@ def expected_reason(record: dict) -> str | None:
 
 
 @pytest.mark.heavy
-def test_kernelbench_levels_1_and_2_are_kept_apart_from_named_exceptions():
-    records = kernelbench_records()
+def test_kernelbench_levels_1_and_2_are_kept_apart_from_named_exceptions(kernelbench_problems):
+    records = kernelbench_records(kernelbench_problems)
     assert len(records) == 200
     funnel = Funnel()
     lines = validate_records(records, workers=2, timeout_s=300, memory_mb=4096, funnel=funnel)
     unexpected = {r["source"]: (line["reason"], (line.get("detail") or "")[:200]) for r, line in zip(records, lines)
                   if line["reason"] != expected_reason(r)}
     assert unexpected == {}
-    for record, line in zip(records, lines):
+    for line in lines:
         if line["reason"] == "degenerate_output" and "draw_max_abs_diff" in line:
             # evidence: every draw is within the environment's tolerance of the first draw
             assert line["draw_max_abs_diff"] <= CHECK_TOLERANCE * (1 + line["output_abs_max"])

@@ -10,6 +10,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sys
+import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
@@ -40,6 +42,18 @@ class Stage:
 
 Job = tuple[object, dict]   # (key, payload)
 OnResult = Callable[[object, dict], None]
+
+
+def exit_with_parent(parent_pid: int, poll_s: float = 0.5) -> None:
+    """Pool-worker initializer: exit as soon as the driver is gone, so a killed build leaves no worker behind
+    (an orphaned pool worker would wait forever and keep the driver's stdout open)."""
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(poll_s)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="opgen-parent-watch", daemon=True).start()
 
 
 class LocalExecutor:
@@ -79,7 +93,8 @@ class LocalExecutor:
     def _get_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
             # spawn, not fork: the driver has torch and threads loaded; a forked copy of them can deadlock.
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=exit_with_parent, initargs=(os.getpid(),))
         return self._pool
 
     def close(self) -> None:

@@ -75,7 +75,7 @@ SPECS: list[OpSpec] = [
     _reduce("torch.argmin", "returns the index of the minimum along a dimension", multi=False, min_size=2,
             last_only=True),
     _scan("torch.cumsum", "computes a cumulative sum along a dimension"),
-    _scan("torch.cumprod", "computes a cumulative product along a dimension", max_size=32),
+    _scan("torch.cumprod", "computes a cumulative product along a dimension", max_size=16),
     _scan("torch.logcumsumexp", "computes a cumulative log-sum-exp along a dimension"),
     _scan("torch.cummax", "computes a running maximum along a dimension", suffix=".values"),
     _scan("torch.cummin", "computes a running minimum along a dimension", suffix=".values"),

@@ -1,4 +1,8 @@
-"""Layout operators: flatten/unflatten, transposes, padding, pixel shuffles, upsampling, concatenation, flips."""
+"""Layout operators: flatten/unflatten, transposes, padding, pixel shuffles, upsampling, concatenation, flips.
+
+View-producing operators end in `.contiguous()`: shapes are tracked but strides are not, and some later
+operators (F.local_response_norm on 4D/5D input, for one) call `.view` and fail on a non-contiguous input.
+"""
 
 from __future__ import annotations
 
@@ -170,10 +174,10 @@ SPECS: list[OpSpec] = [
            draw=_draw_unflatten, out_shape=lambda s, p: (s[0], *p["unflattened_size"], *s[2:]),
            module="nn.Unflatten(1, {unflattened_size})", attr="unflatten"),
     OpSpec(name="torch.transpose", category="shape", phrase="swaps two dimensions", ranks=(3, 4, 5),
-           draw=_draw_transpose, out_shape=_transpose_out, call="torch.transpose({x}, {dim0}, {dim1})"),
+           draw=_draw_transpose, out_shape=_transpose_out, call="torch.transpose({x}, {dim0}, {dim1}).contiguous()"),
     OpSpec(name="torch.permute", category="shape", phrase="permutes the non-batch dimensions", ranks=(3, 4, 5),
            draw=_draw_permute, out_shape=lambda s, p: tuple(s[d] for d in p["dims"]),
-           call="torch.permute({x}, {dims})"),
+           call="torch.permute({x}, {dims}).contiguous()"),
     *(_pad_module(kind, d) for kind in _PAD_KINDS for d in (1, 2, 3)),
     OpSpec(name="F.pad", category="shape", phrase="pads the spatial dimensions", ranks=(3, 4, 5), draw=_draw_f_pad,
            out_shape=_pad_out, call="F.pad({x}, {padding}, mode={mode}, value={value})"),
@@ -219,7 +223,7 @@ SPECS: list[OpSpec] = [
            call="torch.repeat_interleave({x}, {repeats}, dim={dim})"),
     OpSpec(name="torch.narrow", category="shape", phrase="keeps a slice along a dimension", ranks=(2, 3, 4, 5),
            draw=_draw_narrow, out_shape=lambda s, p: tuple(p["length"] if i == p["dim"] else d for i, d in enumerate(s)),
-           call="torch.narrow({x}, {dim}, {start}, {length})"),
+           call="torch.narrow({x}, {dim}, {start}, {length}).contiguous()"),
     OpSpec(name="torch.tril", category="shape", phrase="keeps the lower triangle of the last two dimensions",
            ranks=(3, 4, 5), draw=_draw_tri, call="torch.tril({x}, diagonal={diagonal})"),
     OpSpec(name="torch.triu", category="shape", phrase="keeps the upper triangle of the last two dimensions",

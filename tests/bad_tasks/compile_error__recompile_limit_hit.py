@@ -1,5 +1,6 @@
 import torch
 import torch.nn as nn
+import torch._dynamo.config
 
 
 class Model(nn.Module):
@@ -8,9 +9,8 @@ class Model(nn.Module):
         pass
 
     def forward(self, x):
-        if torch.compiler.is_compiling():
-            raise RuntimeError('not under compile')
-        return torch.tanh(x)
+        scale = x.sum().item()
+        return torch.tanh(x * scale)
 
 
 def get_inputs():
@@ -19,3 +19,7 @@ def get_inputs():
 
 def get_init_inputs():
     return []
+
+
+torch._dynamo.config.recompile_limit = 1
+torch._dynamo.config.fail_on_recompile_limit_hit = True

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Device build: N (default 100) gpu-profile tasks validated and timed on CUDA; the run summary goes to $OUT.
+# Usage (repo root, on a CUDA machine): OUT=/some/folder bash scripts/device_build.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}"
+N="${N:-100}"
+SEED="${SEED:-0}"
+RUN="${RUN:-data/gpu-$N}"
+OUT="${OUT:-/tmp/opgen-device-out}"
+PY="${PYTHON:-python}"
+WORKERS="${WORKERS:-8}"
+KB="${OPGEN_KERNELBENCH:-}"
+for candidate in shared/kernelbench/problems.jsonl ../shared/kernelbench/problems.jsonl; do
+    if [ -z "$KB" ] && [ -f "$candidate" ]; then KB="$candidate"; fi
+done
+mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$OUT/gpu.csv" 2>&1 || true
+start=$(date +%s)
+set +e
+"$PY" -m opgen build --n "$N" --seed "$SEED" --out "$RUN" --device cuda --profile gpu --workers "$WORKERS" \
+    --no-progress ${KB:+--reference "$KB"} > "$OUT/build.out" 2> "$OUT/build.err"
+status=$?
+set -e
+echo "build exit $status after $(( $(date +%s) - start )) s" | tee "$OUT/summary.txt"
+cat "$OUT/build.out" >> "$OUT/summary.txt"
+tail -n 20 "$OUT/build.err" >> "$OUT/summary.txt"
+for file in config.json stats.json rejected.jsonl; do
+    if [ -f "$RUN/$file" ]; then cp "$RUN/$file" "$OUT/"; fi
+done
+if [ -d "$RUN/logs" ]; then cp -r "$RUN/logs" "$OUT/"; fi
+if [ "$status" -eq 0 ]; then
+    "$PY" -m opgen publish "$RUN" --repo-id opgen/cuda-ops-gpu --dry-run --out "$OUT/dataset" >> "$OUT/summary.txt"
+fi
+cat "$OUT/summary.txt"
+exit "$status"

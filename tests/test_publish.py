@@ -1,0 +1,152 @@
+"""`opgen publish`: the dataset folder (push_to_hub layout, card, plots) loads offline; upload at the HfApi
+boundary; token handling; local-folder targets."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import huggingface_hub
+import pyarrow.parquet as pq
+import pytest
+from huggingface_hub import DatasetCard
+
+from filters.funnel import Funnel
+from opgen.card import write_plots
+from opgen.cli import main
+from opgen.pipeline.build import BuildConfig
+from opgen.pipeline.rundir import write_json
+from opgen.pipeline.schema import COLUMNS, dataset_table
+from opgen.publish import publish
+from opgen.sampler import DEFAULT_MIX, sample_records
+from tests.test_build import reference_build
+
+PNG = b"\x89PNG\r\n\x1a\n"
+SECRET = "hf_secretTOKEN1234567890"
+
+
+@pytest.fixture(scope="module")
+def sampled_run(tmp_path_factory):
+    """A finished-looking run folder from real sampled records (no execution: fast)."""
+    run = tmp_path_factory.mktemp("sampled") / "run"
+    records = [{**r, "kb_nearest": "level1/19_ReLU.py", "kb_similarity": 0.3} for r in sample_records(0, 0, 5)]
+    run.mkdir()
+    pq.write_table(dataset_table(records), run / "tasks.parquet")
+    funnel = Funnel()
+    funnel.count_input(6)
+    for keep, reason in [(True, None)] * 5 + [(False, "compile_error")]:
+        funnel.record("compile", keep, reason)
+    write_json(run / "config.json", BuildConfig(n=5, seed=0, reference="kb.jsonl").identity("abc"))
+    write_json(run / "stats.json", {
+        "tasks": 5, "candidates": 6, "survivors": 5, "surplus": 0, "rejected": {"compile_error": 1},
+        "funnel": funnel.to_dict(),
+        "by_source": {s: {"quota": int(s == "torch#2") * 5, "tasks": 0, "candidates": 0, "survivors": 0}
+                      for s in DEFAULT_MIX}})
+    return run
+
+
+def load_offline(folder):
+    import datasets
+
+    return datasets.load_dataset(str(folder), split="train")
+
+
+def test_dry_run_writes_a_folder_that_loads_offline(sampled_run, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    out = tmp_path / "ds"
+    assert main(["publish", str(sampled_run), "--repo-id", "opgen/cuda-ops-test", "--dry-run", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert str(out) in printed and "load_dataset" in printed
+    assert sorted(p.name for p in (out / "data").iterdir()) == ["train-00000-of-00001.parquet"]
+    dataset = load_offline(out)
+    assert tuple(dataset.column_names) == COLUMNS and dataset.num_rows == 5
+    assert dataset.features["eager_ms"].dtype == "float64" and all(v is None for v in dataset["eager_ms"])
+    card = DatasetCard.load(out / "README.md")
+    meta = card.data.to_dict()
+    assert meta["license"] == "mit" and meta["size_categories"] == ["n<1K"] and "pytorch" in meta["tags"]
+    assert meta["task_categories"] and meta["configs"][0]["data_files"][0]["path"] == "data/train-*"
+    for section in ("## How it was made", "## Funnel", "## Summary", "`compile_error` | 1", "Timing plots skipped"):
+        assert section in card.text
+    for plot in ("data_source_mix.png", "operator_frequency.png"):
+        assert (out / "plots" / plot).read_bytes().startswith(PNG) and f"plots/{plot}" in card.text
+    assert not (out / "plots" / "eager_ms.png").exists()
+
+
+def test_timing_plots_are_drawn_when_timings_exist(tmp_path):
+    rows = [{"data_source": "torch#2", "ops": ["torch.tanh", "F.gelu"], "eager_ms": 1.0 + i, "compile_speedup": 1.1 + i / 10}
+            for i in range(6)]
+    plots, note = write_plots(rows, DEFAULT_MIX, tmp_path)
+    assert note is None and len(plots) == 4
+    for name in ("eager_ms.png", "compile_speedup.png"):
+        assert (tmp_path / "plots" / name).read_bytes().startswith(PNG)
+
+
+def test_upload_calls_hfapi_with_the_repo_and_never_shows_the_token(sampled_run, tmp_path, capsys, monkeypatch):
+    calls = []
+    monkeypatch.setattr(huggingface_hub.HfApi, "create_repo",
+                        lambda self, repo_id, **kw: calls.append(("create_repo", repo_id, kw)))
+    monkeypatch.setattr(huggingface_hub.HfApi, "upload_folder",
+                        lambda self, **kw: calls.append(("upload_folder", kw["repo_id"], kw)))
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    out = tmp_path / "ds"
+    code = main(["publish", str(sampled_run), "--repo-id", "org/name", "--private", "--token", SECRET, "--out", str(out)])
+    assert code == 0
+    (create, repo, create_kw), (upload, repo2, upload_kw) = calls
+    assert (create, repo, repo2, upload) == ("create_repo", "org/name", "org/name", "upload_folder")
+    assert create_kw["repo_type"] == "dataset" and create_kw["private"] is True
+    assert upload_kw["repo_type"] == "dataset" and os.path.samefile(upload_kw["folder_path"], out)
+    captured = capsys.readouterr()
+    assert "huggingface.co/datasets/org/name" in captured.out
+    assert SECRET not in captured.out + captured.err
+    assert all(SECRET.encode() not in p.read_bytes() for p in out.rglob("*") if p.is_file())
+
+
+def test_token_from_env_and_a_failed_upload_is_one_line_with_the_folder_kept(sampled_run, tmp_path, capsys,
+                                                                             monkeypatch):
+    def refuse(self, repo_id, **kw):
+        raise RuntimeError(f"401 Unauthorized for token {kw.get('token')}")
+
+    monkeypatch.setattr(huggingface_hub.HfApi, "create_repo", refuse)
+    monkeypatch.setenv("HF_TOKEN", SECRET)
+    out = tmp_path / "ds"
+    assert main(["publish", str(sampled_run), "--repo-id", "org/name", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "upload to org/name failed" in err and SECRET not in err
+    assert (out / "data" / "train-00000-of-00001.parquet").is_file() and (out / "README.md").is_file()
+
+
+def test_missing_token_is_a_clear_error_and_keeps_the_folder(sampled_run, tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    out = tmp_path / "ds"
+    assert main(["publish", str(sampled_run), "--repo-id", "org/name", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "HF_TOKEN" in err and len(err.strip().splitlines()) == 1
+    assert (out / "README.md").is_file()
+
+
+def test_local_repo_id_publishes_by_copying(sampled_run, tmp_path, monkeypatch):
+    monkeypatch.setattr(huggingface_hub.HfApi, "create_repo", lambda *a, **k: pytest.fail("no network for a path"))
+    target = tmp_path / "hub-copy"
+    result = publish(sampled_run, str(target))
+    assert result.target == str(target) and (target / "README.md").is_file()
+    assert load_offline(target).num_rows == 5
+
+
+def test_bad_inputs_exit_2(sampled_run, tmp_path, capsys):
+    assert main(["publish", str(tmp_path), "--repo-id", "org/name", "--dry-run"]) == 2
+    assert "no finished build" in capsys.readouterr().err
+    assert main(["publish", str(sampled_run), "--repo-id", "not a repo id", "--dry-run"]) == 2
+    assert "ORG/NAME" in capsys.readouterr().err
+
+
+@pytest.mark.heavy
+def test_publish_a_real_build(tmp_path_factory, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    run = reference_build(tmp_path_factory)
+    result = publish(run, "opgen/cuda-ops-smoke", dry_run=True, out=tmp_path / "ds")
+    dataset = load_offline(result.folder)
+    assert tuple(dataset.column_names) == COLUMNS
+    assert dataset.to_list() == pq.read_table(run / "tasks.parquet").to_pylist()
+    stats = json.loads((run / "stats.json").read_text())
+    card = DatasetCard.load(result.folder / "README.md")
+    assert f"Candidates: {stats['candidates']}" in card.text
