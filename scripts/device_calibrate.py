@@ -12,6 +12,7 @@ import math
 import statistics
 import sys
 
+
 def eager_ms(torch, code: str) -> dict:
     """Median of 10 CUDA-event timings of one eager forward after 3 warm-ups (inputs made on the GPU)."""
     ns: dict = {}
