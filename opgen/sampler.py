@@ -62,12 +62,30 @@ def _try_op(spec: OpSpec, rng: random.Random, shape: Shape, sizes: Sizes) -> tup
     return params, out, extras
 
 
+def _balanced_order(rng: random.Random, options: list[OpSpec], limit: int) -> list[OpSpec]:
+    """Up to `limit` operators in random order, each drawn by first picking a category uniformly.
+
+    Uniform over operators would make activations (the largest category) a quarter of all picks.
+    """
+    by_category: dict[str, list[OpSpec]] = {}
+    for spec in options:
+        by_category.setdefault(spec.category, []).append(spec)
+    order: list[OpSpec] = []
+    while by_category and len(order) < limit:
+        category = rng.choice(sorted(by_category))
+        group = by_category[category]
+        order.append(group.pop(rng.randrange(len(group))))
+        if not group:
+            del by_category[category]
+    return order
+
+
 def _chain(rng: random.Random, length: int, vocab: Vocabulary, sizes: Sizes, standalone: bool) -> nx.DiGraph:
     pool = vocab.standalone_ops if standalone else vocab.chain_ops
     first_pool = [s for s in pool if not (s.last_only and length > 1)]
     followers = [s for s in pool if not s.first_only]
     for _ in range(MAX_ATTEMPTS):
-        first = rng.choice(first_pool)
+        first = _balanced_order(rng, first_pool, 1)[0]
         shape, layout = _first_input(first, rng, sizes)
         graph = nx.DiGraph(batch_size=shape[0])
         graph.add_node("x", kind="input", shape=list(shape), layout=list(layout), dtype=first.input_dtype)
@@ -77,9 +95,8 @@ def _chain(rng: random.Random, length: int, vocab: Vocabulary, sizes: Sizes, sta
                 last = position == length - 1
                 options = [s for s in followers if len(shape) in s.ranks and s.name != spec.name
                            and not (s.last_only and not last) and s.input_dtype == "float"]
-                rng.shuffle(options)
                 spec = None
-                for candidate in options[:12]:
+                for candidate in _balanced_order(rng, options, 12):
                     attempt = _try_op(candidate, rng, shape, sizes)
                     if attempt is not None:
                         spec, (params, out, extras) = candidate, attempt
@@ -141,7 +158,8 @@ def _fit_to_gpu_window(graph: nx.DiGraph, vocab: Vocabulary, rng: random.Random)
         per_batch_bytes = max(1, _largest_tensor_bytes(graph) // max(1, batch))
         wanted = nice_batch(batch * target / max(estimate, 1e-6))
         while wanted > 1 and wanted * per_batch_bytes > GPU_MAX_TENSOR_BYTES:
-            wanted = nice_batch(wanted * 0.75)
+            smaller = nice_batch(wanted * 0.75)
+            wanted = smaller if smaller < wanted else wanted // 2
         if wanted == batch:
             break
         graph = rescale_batch(graph, wanted)
@@ -151,11 +169,16 @@ def _fit_to_gpu_window(graph: nx.DiGraph, vocab: Vocabulary, rng: random.Random)
     return graph, code, facts
 
 
+MAX_BATCH = 1 << 30
+_NICE_BATCHES = sorted({m << k for k in range(31) for m in (1, 3)} - {3 << 30})
+
+
 def nice_batch(value: float) -> int:
-    """The closest batch size of the form 2^k or 3 * 2^k, as a person would pick it."""
+    """The closest batch size of the form 2^k or 3 * 2^k (at most 2^30), as a person would pick it."""
     if value <= 1:
         return 1
-    candidates = sorted({m << k for k in range(40) for m in (1, 3)})
+    value = min(value, MAX_BATCH)
+    candidates = _NICE_BATCHES
     return min(candidates, key=lambda c: abs(math.log(c / value)))
 
 

@@ -42,10 +42,13 @@ def test_records_parse_and_agree_with_their_code(smoke_file):
         tree = ast.parse(record["code"])
         names = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
         assert {"Model", "get_inputs", "get_init_inputs"} <= names
-        assert record["ops"] == ops_from_code(record["code"]) == record["graph_ops"]
+        assert record["ops"] == ops_from_code(record["code"])
         if any(op.startswith("transformers.") for op in record["ops"]):
+            # a transformers block may call a helper class too (an attention block and its rotary embedding)
+            assert set(record["graph_ops"]) <= set(record["ops"])
             assert record["data_source"] == "transformers"
         else:
+            assert record["ops"] == record["graph_ops"]
             assert record["data_source"] == f"torch#{len(record['ops'])}"
         assert record["num_ops"] == len(record["ops"])
         assert record["flops"] >= 0 and record["bytes_moved"] > 0
