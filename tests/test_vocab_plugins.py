@@ -20,16 +20,16 @@ PLUGIN = REPO / "examples" / "my_ops.py"
 
 def test_plugin_operators_are_sampled_and_run(tmp_path):
     vocab = load_vocabulary([PLUGIN])
-    assert {"torch.deg2rad", "nn.Softmax2d", "torch.nansum"} <= set(vocab.specs)
+    assert {"torch.deg2rad", "nn.LPPool3d", "torch.nansum"} <= set(vocab.specs)
     found: dict[str, dict] = {}
     for index in range(4000):
         graph = sample_graph(0, index, "smoke", vocab)
         names = {graph.nodes[n]["op"] for n in op_nodes(graph)}
-        for name in names & {"torch.deg2rad", "nn.Softmax2d", "torch.nansum"} - set(found):
+        for name in names & {"torch.deg2rad", "nn.LPPool3d", "torch.nansum"} - set(found):
             found[name] = record_from_graph(graph, vocab)
         if len(found) == 3:
             break
-    assert set(found) == {"torch.deg2rad", "nn.Softmax2d", "torch.nansum"}
+    assert set(found) == {"torch.deg2rad", "nn.LPPool3d", "torch.nansum"}
     runner = (
         "import json, sys, torch\n"
         "for code in json.load(sys.stdin):\n"
@@ -60,11 +60,11 @@ def test_cli_vocab_lists_plugin_operators():
 @pytest.mark.parametrize(
     ("body", "field"),
     [
-        ('OpSpec(name="torch.sinc", category="elementwise", phrase="x", call="torch.sinc(y)")', "'call'"),
-        ('OpSpec(name="torch.sinc", category="magic", phrase="x", call="torch.sinc({x})")', "'category'"),
-        ('OpSpec(name="torch.sinc", category="elementwise", phrase="x", call="torch.sinc({x}, {k})")', "'call'"),
+        ('OpSpec(name="torch.special.i0e", category="elementwise", phrase="x", call="torch.special.i0e(y)")', "'call'"),
+        ('OpSpec(name="torch.special.i0e", category="magic", phrase="x", call="torch.special.i0e({x})")', "'category'"),
+        ('OpSpec(name="torch.special.i0e", category="elementwise", phrase="x", call="torch.special.i0e({x}, {k})")', "'call'"),
         ('OpSpec(name="nn.ReLU", category="activation", phrase="x", module="nn.ReLU()")', "'name'"),
-        ('OpSpec(name="torch.sinc", category="elementwise", phrase="x", call="torch.sinc({x})", '
+        ('OpSpec(name="torch.special.i0e", category="elementwise", phrase="x", call="torch.special.i0e({x})", '
          'out_shape=lambda s, p: (0,))', "'out_shape'"),
     ],
 )
@@ -74,7 +74,7 @@ def test_wrong_spec_fails_at_load_with_operator_and_field(tmp_path: Path, body: 
     with pytest.raises(VocabError) as error:
         load_vocabulary([plugin])
     message = str(error.value)
-    assert field in message and ("torch.sinc" in message or "nn.ReLU" in message)
+    assert field in message and ("torch.special.i0e" in message or "nn.ReLU" in message)
     result = run_cli("vocab", "--vocab-plugin", str(plugin))
     assert result.returncode == 2
     assert field in result.stderr and "Traceback" not in result.stderr
@@ -85,10 +85,10 @@ def test_entry_point_group_is_loaded(monkeypatch):
         name, value = "extra", "my_pkg.ops:SPECS"
 
         def load(self):
-            return [OpSpec(name="torch.sinc", category="elementwise", phrase="applies sinc", call="torch.sinc({x})")]
+            return [OpSpec(name="torch.special.i0e", category="elementwise", phrase="applies sinc", call="torch.special.i0e({x})")]
 
     from opgen import vocab as vocab_module
 
     monkeypatch.setattr(vocab_module.metadata, "entry_points",
                         lambda group: [FakeEntryPoint()] if group == ENTRY_POINT_GROUP else [])
-    assert "torch.sinc" in load_vocabulary()
+    assert "torch.special.i0e" in load_vocabulary()
