@@ -198,7 +198,8 @@ class SandboxPool:
         selector = selectors.DefaultSelector()
         try:
             while pending or any(w.index is not None for w in self._pool):
-                self._fill_pool()
+                if pending:
+                    self._fill_pool()
                 for worker in self._pool:
                     if worker.ready and worker.index is None and pending:
                         self._dispatch(worker, pending, fn_path, payloads)

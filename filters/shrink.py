@@ -12,6 +12,7 @@ import ast
 
 KEEP_NAME_PARTS = ("kernel", "stride", "pad", "dilation", "pool", "scale", "factor", "eps", "momentum")
 SPATIAL_NAME_PARTS = ("height", "width", "length", "seq", "len")
+SPATIAL_NAMES = frozenset({"d", "h", "w", "l"})
 
 
 def _shrunk(value: int, cap: int, halve_only: bool = False) -> int:
@@ -44,7 +45,7 @@ def _cap_for(name: str, cap: int, spatial_cap: int) -> int | None:
     lowered = name.lower()
     if any(part in lowered for part in KEEP_NAME_PARTS):
         return None
-    if any(part in lowered for part in SPATIAL_NAME_PARTS):
+    if lowered in SPATIAL_NAMES or any(part in lowered for part in SPATIAL_NAME_PARTS):
         return spatial_cap
     return cap
 

@@ -128,7 +128,7 @@ NON_WORK_OPS = frozenset({
 
 
 class OpCensus(TorchDispatchMode):
-    """Counts the aten ops a forward call runs that do work, and notes any seeded random op."""
+    """Counts the aten ops a forward call runs that do work, and names the ops that may draw random numbers."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -138,7 +138,7 @@ class OpCensus(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         name = func.overloadpacket.__name__
         if torch.Tag.nondeterministic_seeded in func.tags and name not in NON_WORK_OPS:
-            self.random_ops.append(name)
-        elif not func.is_view and name not in NON_WORK_OPS:
+            self.random_ops.append(name)  # may draw (eager_check compares generator states to be sure)
+        if not func.is_view and name not in NON_WORK_OPS:
             self.work_ops += 1
         return func(*args, **(kwargs or {}))

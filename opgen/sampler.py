@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import networkx as nx
 
-from opgen.analyze import analyze_code, estimate_gpu_ms, log_uniform
+from opgen.analyze import AnalysisError, analyze_code, estimate_gpu_ms, log_uniform
 from opgen.records import task_id
 from opgen.render import op_nodes, render
 from opgen.vocab import Vocabulary, cached_vocabulary
@@ -27,6 +27,7 @@ DEFAULT_MIX = {"torch#1": 0.0340, "torch#2": 0.8377, "torch#3": 0.0762, "torch#4
 GPU_TARGET_MS = (2.0, 40.0)        # the eager time the gpu profile aims for (inside the 1-100 ms window)
 GPU_MAX_TENSOR_BYTES = 4 << 30     # no tensor of a gpu task may exceed this
 MAX_ATTEMPTS = 200
+MAX_ANALYSIS_RETRIES = 5
 
 
 class SamplingError(RuntimeError):
@@ -208,13 +209,14 @@ def graph_from_json(text: str) -> nx.DiGraph:
 
 
 def sample_graph(seed: int, index: int, profile: str = "smoke", vocab: Vocabulary | None = None,
-                 mix: dict[str, float] | None = None, source: str | None = None) -> nx.DiGraph:
+                 mix: dict[str, float] | None = None, source: str | None = None, retry: int = 0) -> nx.DiGraph:
     """The operator graph of candidate `index` (no rendering, no analysis; gpu sizes not yet fitted).
 
-    `source` forces the data source (`torch#k` or `transformers`) instead of drawing it from `mix`.
+    `source` forces the data source (`torch#k` or `transformers`) instead of drawing it from `mix`;
+    `retry` > 0 draws a replacement for a graph that could not be analysed.
     """
     vocab = vocab or cached_vocabulary()
-    rng = random.Random(f"opgen:{seed}:{index}")
+    rng = random.Random(f"opgen:{seed}:{index}" + (f":{retry}" if retry else ""))
     drawn = draw_class(rng, mix or DEFAULT_MIX)
     source = source or drawn
     standalone = source == "transformers" and bool(vocab.standalone_ops)
@@ -228,8 +230,13 @@ def sample_one(seed: int, index: int, profile: str = "smoke", vocab: Vocabulary 
                mix: dict[str, float] | None = None, source: str | None = None) -> dict:
     """Candidate `index` of the run with this seed: a record with the SPEC.md columns known before execution."""
     vocab = vocab or cached_vocabulary()
-    graph = sample_graph(seed, index, profile, vocab, mix, source)
-    return record_from_graph(graph, vocab)
+    for retry in range(MAX_ANALYSIS_RETRIES):
+        graph = sample_graph(seed, index, profile, vocab, mix, source, retry)
+        try:
+            return record_from_graph(graph, vocab)
+        except AnalysisError as error:  # an operator pairing the counter cannot run: draw a replacement
+            last_error = error
+    raise SamplingError(f"candidate {index}: no analysable graph in {MAX_ANALYSIS_RETRIES} draws: {last_error}")
 
 
 def record_from_graph(graph: nx.DiGraph, vocab: Vocabulary) -> dict:

@@ -110,11 +110,16 @@ def test_build_killed_repeatedly_resumes_to_the_same_dataset(reference_run, tmp_
         assert not (run / "tasks.parquet").exists()
     sampled = _static_mtimes(run)
     assert len(sampled) == 3
-    # 3. a real SIGKILL of the whole job (driver and sandbox workers) at a random moment
-    delay = random.Random(1234).uniform(4.0, 10.0)
+    # 3. a real SIGKILL of the whole job (driver and sandbox workers) at a random moment after it resumed
+    log_path = run / "logs" / "build.log"
+    resumes = log_path.read_text().count("resuming build")
     process = subprocess.Popen([sys.executable, "-m", "opgen", *build_args(run)], cwd=REPO, start_new_session=True,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(delay)
+    deadline = time.monotonic() + 120
+    while log_path.read_text().count("resuming build") == resumes and process.poll() is None \
+            and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(random.Random(1234).uniform(1.0, 6.0))
     if process.poll() is None:
         os.killpg(process.pid, signal.SIGKILL)
     process.wait(timeout=60)

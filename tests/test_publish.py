@@ -48,7 +48,8 @@ def sampled_run(tmp_path_factory):
 def load_offline(folder):
     import datasets
 
-    return datasets.load_dataset(str(folder), split="train")
+    # force_redownload: datasets caches local folders with `configs` by folder name and pattern, not content
+    return datasets.load_dataset(str(folder), split="train", download_mode="force_redownload")
 
 
 def test_dry_run_writes_a_folder_that_loads_offline(sampled_run, tmp_path, capsys, monkeypatch):

@@ -19,7 +19,8 @@ CHECK_TOLERANCE = 1e-2
 # - trivial: get_inputs draws torch.rand in [0, 1); on such inputs ReLU, LeakyReLU, ELU and Hardtanh(-1, 1)
 #   return their input unchanged, so a kernel that copies its input passes the environment's check.
 # - degenerate_output: the output is all zero, constant, or varies across input draws by less than the
-#   environment's tolerance (e.g. global average pools and sums over LogSumExp of bounded values).
+#   environment's tolerance (global average pools, means of GroupNorm outputs, LogSumExp of bounded values,
+#   a Frobenius-normalised output whose values are all far below atol). Judged at the shrunk sizes.
 EXPECTED_REJECTIONS: dict[tuple[int, str], str] = {
     (1, "19_ReLU.py"): "trivial",
     (1, "20_LeakyReLU.py"): "trivial",
@@ -28,13 +29,27 @@ EXPECTED_REJECTIONS: dict[tuple[int, str], str] = {
     (2, "66_Matmul_Dropout_Softmax.py"): "stochastic_op",
     (2, "83_Conv3d_GroupNorm_Min_Clamp_Dropout.py"): "stochastic_op",
 }
-# Filled from the run recorded in the module docstring of this test's companion list below.
-DEGENERATE: set[tuple[int, str]] = set()
+DEGENERATE = {(1, "37_FrobeniusNorm_.py")} | {(2, name) for name in (
+    "8_Conv3d_Divide_Max_GlobalAvgPool_BiasAdd_Sum.py", "9_Matmul_Subtract_Multiply_ReLU.py",
+    "23_Conv3d_GroupNorm_Mean.py", "30_Gemm_GroupNorm_Hardtanh.py", "36_ConvTranspose2d_Min_Sum_GELU_Add.py",
+    "37_Matmul_Swish_Sum_GroupNorm.py", "38_ConvTranspose3d_AvgPool_Clamp_Softmax_Multiply.py",
+    "42_ConvTranspose2d_GlobalAvgPool_BiasAdd_LogSumExp_Sum_Multiply.py",
+    "44_ConvTranspose2d_Multiply_GlobalAvgPool_GlobalAvgPool_Mean.py", "45_Gemm_Sigmoid_LogSumExp.py",
+    "49_ConvTranspose3d_Softmax_Sigmoid.py", "58_ConvTranspose3d_LogSumExp_HardSwish_Subtract_Clamp.py",
+    "62_Matmul_GroupNorm_LeakyReLU_Sum.py", "65_Conv2d_AvgPool_Sigmoid_Sum.py", "75_Gemm_GroupNorm_Min_BiasAdd.py",
+    "77_ConvTranspose3d_Scale_BatchNorm_GlobalAvgPool.py", "80_Gemm_Max_Subtract_GELU.py",
+    "88_Gemm_GroupNorm_Swish_Multiply_Swish.py", "89_ConvTranspose3d_MaxPool_Softmax_Subtract_Swish_Max.py",
+    "94_Gemm_BiasAdd_Hardtanh_Mish_GroupNorm.py", "96_ConvTranspose3d_Multiply_Max_GlobalAvgPool_Clamp.py")}
+# These two apply LayerNorm(out_channels) to the last spatial dim of a stride-2 transposed conv output, which
+# only works while 2 * width == out_channels: they need a smaller spatial cap to keep that coupling.
+SHRINK_OVERRIDES = {(2, "3_ConvTranspose3d_Sum_LayerNorm_AvgPool_GELU.py"): {"spatial_cap": 8},
+                    (2, "34_ConvTranspose3d_LayerNorm_GELU_Scaling.py"): {"spatial_cap": 8}}
 
 
 def kernelbench_records(rows: list[dict]) -> list[dict]:
     return [{"source": f"{r['level']}/{r['name']}", "id": f"kb-{r['level']}-{r['problem_id']}",
-             "level": r["level"], "name": r["name"], "code": shrink_sizes(r["code"])}
+             "level": r["level"], "name": r["name"],
+             "code": shrink_sizes(r["code"], **SHRINK_OVERRIDES.get((r["level"], r["name"]), {}))}
             for r in rows if r["level"] in (1, 2)]
 
 

@@ -65,7 +65,7 @@ SPECS: list[OpSpec] = [
     _reduce("torch.std", "computes the standard deviation along a dimension", min_size=2),
     _reduce("torch.var", "computes the variance along a dimension", min_size=2),
     _reduce("torch.logsumexp", "computes log-sum-exp along a dimension"),
-    _reduce("torch.norm", "computes the L2 norm along a dimension"),
+    _reduce("torch.norm", "computes the L2 norm along a dimension", multi=False),
     _reduce("torch.linalg.vector_norm", "computes a vector p-norm along a dimension", extra_args="ord=1, "),
     _reduce("torch.max", "takes the maximum values along a dimension", multi=False, suffix=".values"),
     _reduce("torch.min", "takes the minimum values along a dimension", multi=False, suffix=".values"),
