@@ -19,9 +19,11 @@ from opgen.astops import data_source_for, ops_from_code
 _FREE_OPS = {"aten.detach", "aten.alias", "aten.lift_fresh", "aten._to_copy", "aten.empty", "aten.zeros",
              "aten.ones", "aten.randn", "aten.rand", "aten.randint", "aten.normal_", "aten.uniform_"}
 
-# Device model used to estimate eager GPU time from counted work (H200-class, fp32, TF32 off).
-GPU_FP32_TFLOPS = 45.0
-GPU_BANDWIDTH_GBS = 3300.0
+# Device model used to estimate eager GPU time from counted work (H200, fp32, TF32 off), calibrated on
+# 65 gpu-profile candidates measured on an H200 (docs/benchmarks.md): eager kernels reach about 35
+# TFLOP/s on matmul/conv work and about 1.8 TB/s on the bytes counted here.
+GPU_FP32_TFLOPS = 35.0
+GPU_BANDWIDTH_GBS = 1800.0
 GPU_LAUNCH_US = 6.0
 
 

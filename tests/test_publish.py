@@ -46,10 +46,12 @@ def sampled_run(tmp_path_factory):
 
 
 def load_offline(folder):
+    import tempfile
+
     import datasets
 
-    # force_redownload: datasets caches local folders with `configs` by folder name and pattern, not content
-    return datasets.load_dataset(str(folder), split="train", download_mode="force_redownload")
+    # A fresh cache: datasets caches a local folder whose card has `configs` by folder name, not content.
+    return datasets.load_dataset(str(folder), split="train", cache_dir=tempfile.mkdtemp(prefix="opgen-hf-cache-"))
 
 
 def test_dry_run_writes_a_folder_that_loads_offline(sampled_run, tmp_path, capsys, monkeypatch):

@@ -22,9 +22,7 @@ def run(args) -> int:
     result = publish(args.run_dir, args.repo_id, private=args.private, dry_run=args.dry_run, out=args.out,
                      token=args.token)
     print(f"dataset folder: {result.folder} ({result.rows} rows)")
-    # datasets caches a local folder whose card has `configs` by folder name, not content: force a fresh read.
-    print(f"load it: python -c \"import datasets; print(datasets.load_dataset('{result.folder}', split='train', "
-          f"download_mode='force_redownload'))\"")
+    print(f"load it: python -c \"import datasets; print(datasets.load_dataset('{result.folder}', split='train'))\"")
     if result.target is None:
         print("dry run: nothing uploaded")
     elif result.target.startswith("https://"):
