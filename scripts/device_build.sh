@@ -8,17 +8,24 @@ N="${N:-100}"
 SEED="${SEED:-0}"
 RUN="${RUN:-data/gpu-$N}"
 OUT="${OUT:-/tmp/opgen-device-out}"
-PY="${PYTHON:-python}"
+PY="${PYTHON:-python3}"
+BUILD_S="${BUILD_S:-0}"   # stop the build after this many seconds (0: no limit); a rerun resumes it
 WORKERS="${WORKERS:-8}"
 KB="${OPGEN_KERNELBENCH:-}"
-for candidate in shared/kernelbench/problems.jsonl ../shared/kernelbench/problems.jsonl; do
+for candidate in shared/kernelbench/problems.jsonl ../shared/kernelbench/problems.jsonl .devdata/problems.jsonl; do
     if [ -z "$KB" ] && [ -f "$candidate" ]; then KB="$candidate"; fi
 done
 mkdir -p "$OUT"
+if ls .whl/*.whl > /dev/null 2>&1; then  # packages the GPU image lacks, carried as wheels
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+        && export PYTHONPATH="$PYTHONPATH:/tmp/site"
+fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$OUT/gpu.csv" 2>&1 || true
 start=$(date +%s)
 set +e
-"$PY" -m opgen build --n "$N" --seed "$SEED" --out "$RUN" --device cuda --profile gpu --workers "$WORKERS" \
+timeout_cmd=()
+if [ "$BUILD_S" != 0 ]; then timeout_cmd=(timeout "$BUILD_S"); fi
+"${timeout_cmd[@]}" "$PY" -m opgen build --n "$N" --seed "$SEED" --out "$RUN" --device cuda --profile gpu --workers "$WORKERS" \
     --no-progress ${KB:+--reference "$KB"} > "$OUT/build.out" 2> "$OUT/build.err"
 status=$?
 set -e
@@ -28,7 +35,7 @@ tail -n 20 "$OUT/build.err" >> "$OUT/summary.txt"
 for file in config.json stats.json rejected.jsonl; do
     if [ -f "$RUN/$file" ]; then cp "$RUN/$file" "$OUT/"; fi
 done
-if [ -d "$RUN/logs" ]; then cp -r "$RUN/logs" "$OUT/"; fi
+tar czf "$OUT/run.tar.gz" -C "$(dirname "$RUN")" "$(basename "$RUN")" 2>/dev/null || true
 if [ "$status" -eq 0 ]; then
     "$PY" -m opgen publish "$RUN" --repo-id opgen/cuda-ops-gpu --dry-run --out "$OUT/dataset" >> "$OUT/summary.txt"
 fi
