@@ -25,7 +25,7 @@ start=$(date +%s)
 set +e
 timeout_cmd=()
 if [ "$BUILD_S" != 0 ]; then timeout_cmd=(timeout "$BUILD_S"); fi
-"${timeout_cmd[@]}" "$PY" -m opgen build --n "$N" --seed "$SEED" --out "$RUN" --device cuda --profile gpu --workers "$WORKERS" \
+"${timeout_cmd[@]}" "$PY" -m opgen build --n "$N" --seed "$SEED" --out "$RUN" --device cuda --profile gpu --workers "$WORKERS" --memory-mb "${MEMORY_MB:-14000}" --timeout "${TIMEOUT:-300}" \
     --no-progress ${KB:+--reference "$KB"} > "$OUT/build.out" 2> "$OUT/build.err"
 status=$?
 set -e

@@ -25,6 +25,8 @@ def register(sub) -> None:
                         help="KernelBench: hub id, checkout or JSONL/parquet file (default ScalingIntelligence/KernelBench)")
     parser.add_argument("--shard-size", type=int, default=16, help="candidates per shard (default 16)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per candidate in the sandbox")
+    parser.add_argument("--memory-mb", type=int, default=4096,
+                        help="resident memory limit per sandbox worker (gpu-size tasks need more; 0 for none)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.set_defaults(func=run)
 
@@ -32,7 +34,8 @@ def register(sub) -> None:
 def run(args) -> int:
     config = BuildConfig(n=args.n, seed=args.seed, profile=args.profile, device=args.device,
                          reference=args.reference, vocab_plugins=tuple(args.vocab_plugin),
-                         shard_size=args.shard_size, timeout_s=args.timeout)
+                         shard_size=args.shard_size, timeout_s=args.timeout,
+                         memory_mb=args.memory_mb or None)
     executor = make_executor(args.executor, args.workers)
     try:
         result = run_build(config, args.out, executor, progress=not args.no_progress)
