@@ -40,6 +40,15 @@ def _verdict(result: SandboxResult, funnel: Funnel | None) -> Verdict:
     return Verdict.reject(value["reason"], value.get("detail"), **value["metrics"])
 
 
+def _out_of_memory(result) -> bool:
+    """A verdict caused by memory pressure: CUDA out of memory, or the worker's resident-memory limit."""
+    if result.status == "crash":
+        return "memory limit" in (result.detail or "")
+    if result.status == "ok" and isinstance(result.value, dict):
+        return "OutOfMemoryError" in (result.value.get("detail") or "")
+    return False
+
+
 def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int = 2, timeout_s: float = 120,
                      memory_mb: int | None = 4096, runtime_window_ms: tuple[float, float] | None = None,
                      funnel: Funnel | None = None, progress: bool = False, seed: int = 0, draws: int = 3) -> list[dict]:
@@ -54,6 +63,13 @@ def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int =
     payloads = [_payload(r, device, threads, runtime_window_ms, seed, draws) for r in records]
     with SandboxPool(workers, timeout_s, memory_mb) as pool:
         results = pool.run_many(CHECK_FUNCTION, payloads, progress=progress)
+    crowded = [i for i, result in enumerate(results) if _out_of_memory(result)]
+    if crowded and workers > 1:
+        # Workers share the GPU (and the host's memory): a task that ran out of memory beside others is
+        # judged again alone, so its verdict is about the task, not about its neighbours.
+        with SandboxPool(1, timeout_s, memory_mb) as pool:
+            for index, result in zip(crowded, pool.run_many(CHECK_FUNCTION, [payloads[i] for i in crowded])):
+                results[index] = result
     return [_verdict(result, funnel).line(record) for record, result in zip(records, results)]
 
 

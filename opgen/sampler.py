@@ -27,7 +27,7 @@ DEFAULT_MIX = {"torch#1": 0.0340, "torch#2": 0.8377, "torch#3": 0.0762, "torch#4
 # The eager time the gpu profile aims for: log-uniform, centred (geometrically) inside the 1-100 ms window
 # with room for the estimate's spread (measured/estimated has a log-sd of about 1 on an H200).
 GPU_TARGET_MS = (3.0, 60.0)
-GPU_MAX_TENSOR_BYTES = 4 << 30     # no tensor of a gpu task may exceed this
+GPU_MAX_TENSOR_BYTES = 3 << 29     # no tensor of a gpu task may exceed 1.5 GiB (validation runs several at once)
 MAX_ATTEMPTS = 200
 MAX_ANALYSIS_RETRIES = 5
 

@@ -10,7 +10,7 @@ RUN="${RUN:-data/gpu-$N}"
 OUT="${OUT:-/tmp/opgen-device-out}"
 PY="${PYTHON:-python3}"
 BUILD_S="${BUILD_S:-0}"   # stop the build after this many seconds (0: no limit); a rerun resumes it
-WORKERS="${WORKERS:-8}"
+WORKERS="${WORKERS:-4}"
 KB="${OPGEN_KERNELBENCH:-}"
 for candidate in shared/kernelbench/problems.jsonl ../shared/kernelbench/problems.jsonl .devdata/problems.jsonl; do
     if [ -z "$KB" ] && [ -f "$candidate" ]; then KB="$candidate"; fi
@@ -25,7 +25,7 @@ start=$(date +%s)
 set +e
 timeout_cmd=()
 if [ "$BUILD_S" != 0 ]; then timeout_cmd=(timeout "$BUILD_S"); fi
-"${timeout_cmd[@]}" "$PY" -m opgen build --n "$N" --seed "$SEED" --out "$RUN" --device cuda --profile gpu --workers "$WORKERS" --memory-mb "${MEMORY_MB:-14000}" --timeout "${TIMEOUT:-300}" \
+"${timeout_cmd[@]}" "$PY" -m opgen build --n "$N" --seed "$SEED" --out "$RUN" --device cuda --profile gpu --workers "$WORKERS" --memory-mb "${MEMORY_MB:-24000}" --timeout "${TIMEOUT:-300}" \
     --no-progress ${KB:+--reference "$KB"} > "$OUT/build.out" 2> "$OUT/build.err"
 status=$?
 set -e
