@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 
 from filters.base import Verdict
@@ -40,6 +41,20 @@ def _verdict(result: SandboxResult, funnel: Funnel | None) -> Verdict:
     return Verdict.reject(value["reason"], value.get("detail"), **value["metrics"])
 
 
+_SHARED_POOLS: dict[tuple, SandboxPool] = {}
+
+
+def shared_pool(workers: int, timeout_s: float, memory_mb: int | None) -> SandboxPool:
+    """A sandbox pool kept for the life of this process, so consecutive shards skip worker start-up
+    (importing torch and the first compile's setup cost each worker about 15 s on a CPU)."""
+    key = (workers, float(timeout_s), memory_mb)
+    if key not in _SHARED_POOLS:
+        pool = SandboxPool(workers, timeout_s, memory_mb).__enter__()
+        _SHARED_POOLS[key] = pool
+        atexit.register(pool.close)
+    return _SHARED_POOLS[key]
+
+
 def _out_of_memory(result) -> bool:
     """A verdict caused by memory pressure: CUDA out of memory, or the worker's resident-memory limit."""
     if result.status == "crash":
@@ -51,8 +66,11 @@ def _out_of_memory(result) -> bool:
 
 def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int = 2, timeout_s: float = 120,
                      memory_mb: int | None = 4096, runtime_window_ms: tuple[float, float] | None = None,
-                     funnel: Funnel | None = None, progress: bool = False, seed: int = 0, draws: int = 3) -> list[dict]:
-    """Verdict lines of the sandboxed execute checks, one per record, in input order."""
+                     funnel: Funnel | None = None, progress: bool = False, seed: int = 0, draws: int = 3,
+                     reuse_pool: bool = False) -> list[dict]:
+    """Verdict lines of the sandboxed execute checks, one per record, in input order.
+
+    `reuse_pool` keeps the workers alive for the next call in this process (the build's shards)."""
     if not records:
         return []
     if funnel is not None:
@@ -61,8 +79,11 @@ def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int =
         funnel.declare([SANDBOX_STAGE, *STAGE_NAMES])
     threads = max(1, (os.cpu_count() or 1) // workers)
     payloads = [_payload(r, device, threads, runtime_window_ms, seed, draws) for r in records]
-    with SandboxPool(workers, timeout_s, memory_mb) as pool:
-        results = pool.run_many(CHECK_FUNCTION, payloads, progress=progress)
+    if reuse_pool:
+        results = shared_pool(workers, timeout_s, memory_mb).run_many(CHECK_FUNCTION, payloads, progress=progress)
+    else:
+        with SandboxPool(workers, timeout_s, memory_mb) as pool:
+            results = pool.run_many(CHECK_FUNCTION, payloads, progress=progress)
     crowded = [i for i, result in enumerate(results) if _out_of_memory(result)]
     if crowded and workers > 1:
         # Workers share the GPU (and the host's memory): a task that ran out of memory beside others is

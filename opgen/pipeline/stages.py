@@ -29,7 +29,8 @@ def execute_shard(payload: dict) -> dict:
 
     funnel = Funnel()
     verdicts = execute_verdicts(payload["records"], device=payload["device"], workers=payload["workers"],
-                                timeout_s=payload["timeout_s"], memory_mb=payload["memory_mb"], funnel=funnel)
+                                timeout_s=payload["timeout_s"], memory_mb=payload["memory_mb"], funnel=funnel,
+                                reuse_pool=True)
     funnel.inputs = 0   # the candidates were counted once, by the static chain
     return {"verdicts": verdicts, "funnel": funnel.to_dict()}
 
