@@ -8,6 +8,7 @@ from pathlib import Path
 
 from huggingface_hub import DatasetCard, DatasetCardData
 
+from filters.decontam import CONTAMINATION_THRESHOLD
 from filters.funnel import Funnel
 
 COLUMN_NOTES = {
@@ -23,7 +24,8 @@ COLUMN_NOTES = {
     "flops": "floating-point operations per forward call (counted with torch.utils.flop_counter)",
     "bytes_moved": "bytes read and written per forward call",
     "kb_nearest": "closest KernelBench problem",
-    "kb_similarity": "its normalised-token shingle similarity (rejected at >= 0.9, or an equal operator sequence)",
+    "kb_similarity": (f"its normalised-token shingle similarity (rejected at >= {CONTAMINATION_THRESHOLD}, or an "
+                      "equal operator sequence)"),
     "eager_ms": "median CUDA-event time of one eager forward call",
     "compile_ms": "the same under torch.compile (default mode)",
     "eager_ms_iqr": "interquartile range of the eager samples",
@@ -203,7 +205,7 @@ def render_card(rows: list[dict], stats: dict, config: dict, repo_id: str, plots
         "operators, by AST.",
         f"3. **Dedup and decontamination.** MinHash-LSH near-duplicates over normalised-token shingles "
         f"(confirmed by exact Jaccard, clusters by connected components); tasks whose operator sequence equals a "
-        f"KernelBench task's or whose similarity to one is >= 0.9 are dropped (reference: `{reference}`).",
+        f"KernelBench task's or whose similarity to one is >= {CONTAMINATION_THRESHOLD} are dropped (reference: `{reference}`).",
         f"4. **Sandboxed execution** on `{config['device']}` in worker processes with time and memory limits: eager, "
         "`torch.compile` (compiled output within atol=rtol=1e-2 of eager), determinism, finite outputs, "
         "non-degenerate outputs (not constant, not the same for different inputs).",
