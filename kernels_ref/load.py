@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
 
 from opgen.errors import UsageError
+from opgen.records import iter_jsonl
 
 HUB_ID = "ScalingIntelligence/KernelBench"
 HUB_SPLITS = ("level_1", "level_2", "level_3", "level_4")
@@ -64,17 +64,10 @@ def _from_file(path: Path) -> list[dict]:
             raise UsageError(f"{path}: missing column(s) {', '.join(missing)}")
         return [_row(*(record[c] for c in COLUMNS), f"{path}") for record in table.select(list(COLUMNS)).to_pylist()]
     rows = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise UsageError(f"{path}:{number}: malformed JSON line ({error.msg})") from None
-            if not isinstance(record, dict) or any(column not in record for column in COLUMNS):
-                raise UsageError(f"{path}:{number}: a KernelBench row needs {', '.join(COLUMNS)}")
-            rows.append(_row(*(record[c] for c in COLUMNS), f"{path}:{number}"))
+    for number, record in iter_jsonl(path):
+        if not isinstance(record, dict) or any(column not in record for column in COLUMNS):
+            raise UsageError(f"{path}:{number}: a KernelBench row needs {', '.join(COLUMNS)}")
+        rows.append(_row(*(record[c] for c in COLUMNS), f"{path}:{number}"))
     return rows
 
 

@@ -36,20 +36,25 @@ def read_inputs(path: str | os.PathLike) -> list[dict]:
     return list(_read_jsonl_records(path))
 
 
-def _read_jsonl_records(path: Path) -> Iterator[dict]:
+def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, object]]:
+    """(line number, parsed value) for every non-blank line; a malformed line is a UsageError naming it."""
     with open(path, encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                yield number, json.loads(line)
             except json.JSONDecodeError as error:
                 raise UsageError(f"{path}:{number}: malformed JSON line ({error.msg})") from None
-            if not isinstance(record, dict) or not isinstance(record.get("code"), str):
-                raise UsageError(f"{path}:{number}: record has no string field 'code'")
-            record.setdefault("id", task_id(record["code"]))
-            record.setdefault("source", record["id"])
-            yield record
+
+
+def _read_jsonl_records(path: Path) -> Iterator[dict]:
+    for number, record in iter_jsonl(path):
+        if not isinstance(record, dict) or not isinstance(record.get("code"), str):
+            raise UsageError(f"{path}:{number}: record has no string field 'code'")
+        record.setdefault("id", task_id(record["code"]))
+        record.setdefault("source", record["id"])
+        yield record
 
 
 def read_jsonl(path: str | os.PathLike) -> list[dict]:
