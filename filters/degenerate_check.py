@@ -15,7 +15,7 @@ from filters.task_runtime import all_close, as_float64, bit_equal, draw_inputs, 
 
 
 def constant_detail(outputs: list[torch.Tensor]) -> str | None:
-    values = torch.cat([t.detach().flatten().cpu().double() for t in outputs if t.numel()]) if outputs else None
+    values = torch.cat([t.detach().flatten().double() for t in outputs if t.numel()]) if outputs else None
     if values is None or values.numel() == 0:
         return "empty output"
     if bool((values == 0).all()):

@@ -46,8 +46,11 @@ def build_model(namespace: dict, device: str, seed: int) -> torch.nn.Module:
 
 
 def draw_inputs(namespace: dict, device: str, seed: int) -> list:
+    """Seeded `get_inputs()` on the device: on CUDA the factories run there (GPU-sized inputs drawn on the
+    CPU cost seconds a draw and host memory; the checks need several draws, not the CPU's exact values)."""
     torch.manual_seed(seed)
-    inputs = namespace["get_inputs"]()
+    with torch.device(device):
+        inputs = namespace["get_inputs"]()
     if not isinstance(inputs, (list, tuple)):
         raise TaskProblem("invalid_task", f"get_inputs returned {type(inputs).__name__}, not a list")
     return [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
@@ -90,8 +93,8 @@ def flatten_output(output: object) -> list[torch.Tensor]:
 
 def as_float64(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
     out = []
-    for t in tensors:
-        t = t.detach().cpu()
+    for t in tensors:  # kept on their device: copying GPU-sized outputs to the host is the slow part
+        t = t.detach()
         out.append(torch.view_as_real(t).double() if t.is_complex() else t.double())
     return out
 
@@ -101,7 +104,7 @@ def shapes(tensors: list[torch.Tensor]) -> list[list[int]]:
 
 
 def bit_equal(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
-    return len(a) == len(b) and all(x.shape == y.shape and torch.equal(x.cpu(), y.cpu()) for x, y in zip(a, b))
+    return len(a) == len(b) and all(x.shape == y.shape and x.device == y.device and torch.equal(x, y) for x, y in zip(a, b))
 
 
 def all_close(a: list[torch.Tensor], b: list[torch.Tensor], atol: float, rtol: float) -> bool:
