@@ -48,12 +48,28 @@ def size_category(n: int) -> str:
     return "n>1T" if n > 10**12 else "10M<n<100M"
 
 
-def card_data(n_rows: int, pretty_name: str) -> DatasetCardData:
+def dataset_info_yaml(table, download_size: int) -> dict:
+    """The card's `dataset_info` as push_to_hub writes it (features and split sizes).
+
+    `datasets` also keys its cache of a local folder on this, so loading a rebuilt folder (or another
+    folder of the same name) gives its own rows, not cached ones.
+    """
+    from datasets import DatasetInfo, Features, SplitDict, SplitInfo
+
+    info = DatasetInfo(features=Features.from_arrow_schema(table.schema))
+    info.splits = SplitDict()
+    info.splits.add(SplitInfo(name="train", num_bytes=table.nbytes, num_examples=table.num_rows))
+    info.download_size, info.dataset_size = download_size, table.nbytes
+    return info._to_yaml_dict()
+
+
+def card_data(n_rows: int, pretty_name: str, dataset_info: dict | None = None) -> DatasetCardData:
     return DatasetCardData(
         license="mit", language=["en"], pretty_name=pretty_name, size_categories=[size_category(n_rows)],
         task_categories=["text-generation"], tags=["code", "pytorch", "cuda", "gpu-kernels", "synthetic",
                                                     "kernelbench", "torch-compile"],
         configs=[{"config_name": "default", "data_files": [{"split": "train", "path": "data/train-*"}]}],
+        **({"dataset_info": dataset_info} if dataset_info else {}),
     )
 
 
@@ -185,10 +201,10 @@ def _summary_section(rows: list[dict], stats: dict) -> list[str]:
 
 
 def render_card(rows: list[dict], stats: dict, config: dict, repo_id: str, plots: dict[str, str],
-                plot_note: str | None) -> DatasetCard:
+                plot_note: str | None, dataset_info: dict | None = None) -> DatasetCard:
     """The dataset card: Hub YAML header, then how the data was made, the funnel, summaries, plots, columns."""
     name = repo_id.rstrip("/").split("/")[-1]
-    data = card_data(len(rows), name)
+    data = card_data(len(rows), name, dataset_info)
     reference = config.get("reference") or "ScalingIntelligence/KernelBench"
     body = [
         f"# {name}", "",

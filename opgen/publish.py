@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from opgen.card import render_card, write_plots
+from opgen.card import dataset_info_yaml, render_card, write_plots
 from opgen.errors import UsageError
 from opgen.pipeline.schema import DATASET_SCHEMA
 
@@ -65,7 +65,9 @@ def write_dataset_folder(run_dir: str | os.PathLike, repo_id: str, out: str | os
         part = table.slice(k * rows_per_shard, rows_per_shard)
         pq.write_table(part, staging / "data" / f"train-{k:05d}-of-{shards:05d}.parquet")
     plots, note = write_plots(rows, config.get("mix") or {}, staging)
-    render_card(rows, stats, config, repo_id, plots, note).save(staging / "README.md")
+    download_size = sum(f.stat().st_size for f in (staging / "data").glob("*.parquet"))
+    info = dataset_info_yaml(table, download_size)
+    render_card(rows, stats, config, repo_id, plots, note, info).save(staging / "README.md")
     if folder.exists():
         shutil.rmtree(folder)
     staging.rename(folder)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 
 import huggingface_hub
 import pyarrow.parquet as pq
@@ -50,7 +51,7 @@ def load_offline(folder):
 
     import datasets
 
-    # A fresh cache: datasets caches a local folder whose card has `configs` by folder name, not content.
+    # A fresh cache per load, so each test reads only its own folder.
     return datasets.load_dataset(str(folder), split="train", cache_dir=tempfile.mkdtemp(prefix="opgen-hf-cache-"))
 
 
@@ -153,3 +154,22 @@ def test_publish_a_real_build(tmp_path_factory, tmp_path, monkeypatch):
     stats = json.loads((run / "stats.json").read_text())
     card = DatasetCard.load(result.folder / "README.md")
     assert f"Candidates: {stats['candidates']}" in card.text
+
+
+def test_rebuilt_folder_of_the_same_name_loads_its_own_rows(sampled_run, tmp_path, monkeypatch):
+    """`datasets` caches local folders; the card's dataset_info (as push_to_hub writes it) keys that cache."""
+    import datasets
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    cache = str(tmp_path / "hf-cache")  # one shared cache, as a user's ~/.cache is
+    first = tmp_path / "a" / "dataset"
+    assert main(["publish", str(sampled_run), "--repo-id", "opgen/t", "--dry-run", "--out", str(first)]) == 0
+    assert datasets.load_dataset(str(first), split="train", cache_dir=cache).num_rows == 5
+    smaller = tmp_path / "small-run"
+    shutil.copytree(sampled_run, smaller)
+    pq.write_table(pq.read_table(smaller / "tasks.parquet").slice(0, 3), smaller / "tasks.parquet")
+    second = tmp_path / "b" / "dataset"
+    assert main(["publish", str(smaller), "--repo-id", "opgen/t", "--dry-run", "--out", str(second)]) == 0
+    card = DatasetCard.load(second / "README.md").data.to_dict()
+    assert card["dataset_info"]["splits"][0]["num_examples"] == 3
+    assert datasets.load_dataset(str(second), split="train", cache_dir=cache).num_rows == 3
