@@ -44,7 +44,8 @@ class SandboxResult:
 class _Worker:
     """One worker process, its protocol pipes, and the task it is running."""
 
-    def __init__(self, env: dict[str, str]):
+    def __init__(self, env: dict[str, str], slot: int = 0):
+        self.slot = slot  # which of the pool's worker environments it runs with
         self.log = tempfile.TemporaryFile(mode="a+b")  # append mode: the log can be truncated between tasks
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "filters.sandbox_worker"],
@@ -146,13 +147,15 @@ class _Worker:
 class SandboxPool:
     """Persistent sandbox workers: `run_many(fn_path, payloads)` runs `fn(payload)` in them, in parallel.
 
-    `env` is added to the workers' environment (e.g. {"CUDA_VISIBLE_DEVICES": "0"}). All workers share
+    `env` is added to the workers' environment (e.g. {"CUDA_VISIBLE_DEVICES": "0"}); `slot_envs`, if given,
+    adds one more mapping per worker slot, round-robin (e.g. one GPU each, so validation spreads over every
+    GPU of the machine); a replacement worker takes the slot of the one it replaces. All workers share
     one inductor cache folder (`TORCHINDUCTOR_CACHE_DIR` from `env` or the parent's environment, else
     DEFAULT_CACHE_DIR) so compiles are reused across workers and runs.
     """
 
     def __init__(self, workers: int, timeout_s: float, memory_mb: int | None, env: dict[str, str] | None = None,
-                 *, max_tasks_per_worker: int | None = None):
+                 *, max_tasks_per_worker: int | None = None, slot_envs: list[dict[str, str]] | None = None):
         if workers < 1:
             raise ValueError("workers must be >= 1")
         self.workers = workers
@@ -160,6 +163,7 @@ class SandboxPool:
         self.memory_mb = memory_mb
         self.max_tasks_per_worker = max_tasks_per_worker
         self.env = self._worker_env(env or {})
+        self.slot_envs = [dict(extra) for extra in slot_envs or []]
         self._pool: list[_Worker] = []
         self._tasks_done: dict[int, int] = {}
 
@@ -178,8 +182,7 @@ class SandboxPool:
         return env
 
     def __enter__(self) -> SandboxPool:
-        while len(self._pool) < self.workers:
-            self._pool.append(_Worker(self.env))
+        self._fill_pool()
         return self
 
     def __exit__(self, *exc) -> None:
@@ -221,8 +224,15 @@ class SandboxPool:
         worker.send(index, fn_path, payloads[index], max(STARTUP_TIMEOUT_S, self.timeout_s))
 
     def _fill_pool(self) -> None:
-        while len(self._pool) < self.workers:
-            self._pool.append(_Worker(self.env))
+        taken = {worker.slot for worker in self._pool}
+        for slot in range(self.workers):
+            if slot not in taken:
+                self._pool.append(_Worker(self._slot_env(slot), slot))
+
+    def _slot_env(self, slot: int) -> dict[str, str]:
+        if not self.slot_envs:
+            return self.env
+        return {**self.env, **self.slot_envs[slot % len(self.slot_envs)]}
 
     def _reselect(self, selector: selectors.BaseSelector) -> selectors.BaseSelector:
         selector.close()

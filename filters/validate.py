@@ -44,12 +44,23 @@ def _verdict(result: SandboxResult, funnel: Funnel | None) -> Verdict:
 _SHARED_POOLS: dict[tuple, SandboxPool] = {}
 
 
-def shared_pool(workers: int, timeout_s: float, memory_mb: int | None) -> SandboxPool:
+def gpu_slot_envs(device: str) -> list[dict[str, str]] | None:
+    """On a machine with several visible GPUs, one CUDA_VISIBLE_DEVICES per worker slot, round-robin."""
+    if device != "cuda":
+        return None
+    from opgen.timing import visible_gpus
+
+    gpus = visible_gpus()
+    return [{"CUDA_VISIBLE_DEVICES": gpu} for gpu in gpus] if len(gpus) > 1 else None
+
+
+def shared_pool(workers: int, timeout_s: float, memory_mb: int | None,
+                slot_envs: list[dict[str, str]] | None = None) -> SandboxPool:
     """A sandbox pool kept for the life of this process, so consecutive shards skip worker start-up
     (importing torch and the first compile's setup cost each worker about 15 s on a CPU)."""
-    key = (workers, float(timeout_s), memory_mb)
+    key = (workers, float(timeout_s), memory_mb, repr(slot_envs))
     if key not in _SHARED_POOLS:
-        pool = SandboxPool(workers, timeout_s, memory_mb).__enter__()
+        pool = SandboxPool(workers, timeout_s, memory_mb, slot_envs=slot_envs).__enter__()
         _SHARED_POOLS[key] = pool
         atexit.register(pool.close)
     return _SHARED_POOLS[key]
@@ -79,10 +90,12 @@ def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int =
         funnel.declare([SANDBOX_STAGE, *STAGE_NAMES])
     threads = max(1, (os.cpu_count() or 1) // workers)
     payloads = [_payload(r, device, threads, runtime_window_ms, seed, draws) for r in records]
+    slot_envs = gpu_slot_envs(device)
     if reuse_pool:
-        results = shared_pool(workers, timeout_s, memory_mb).run_many(CHECK_FUNCTION, payloads, progress=progress)
+        results = shared_pool(workers, timeout_s, memory_mb, slot_envs).run_many(CHECK_FUNCTION, payloads,
+                                                                                  progress=progress)
     else:
-        with SandboxPool(workers, timeout_s, memory_mb) as pool:
+        with SandboxPool(workers, timeout_s, memory_mb, slot_envs=slot_envs) as pool:
             results = pool.run_many(CHECK_FUNCTION, payloads, progress=progress)
     crowded = [i for i, result in enumerate(results) if _out_of_memory(result)]
     if crowded and workers > 1:

@@ -8,6 +8,8 @@ All workers share one inductor/FX-graph cache folder.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import math
 import os
 import statistics
@@ -44,14 +46,41 @@ def gpu_lock_path(gpu_id: str) -> str:
     return str(Path(tempfile.gettempdir()) / f"opgen-gpu-{gpu_id}.lock")
 
 
+_SHARED_POOLS: dict[tuple, object] = {}
+
+
+def _pool(workers: int, timeout_s: float, memory_mb: int | None, env: dict[str, str], reuse: bool):
+    """A sandbox pool for one GPU: a fresh one, or (reuse) one kept for the life of this process, so the
+    build's consecutive shards skip worker start-up (torch import, CUDA context, first compile's setup)."""
+    from filters.sandbox import SandboxPool
+
+    if not reuse:
+        return SandboxPool(workers=workers, timeout_s=timeout_s, memory_mb=memory_mb, env=env)
+    key = _pool_key(workers, timeout_s, memory_mb, env)
+    if key not in _SHARED_POOLS:
+        pool = SandboxPool(workers=workers, timeout_s=timeout_s, memory_mb=memory_mb, env=env).__enter__()
+        _SHARED_POOLS[key] = pool
+        atexit.register(pool.close)
+    return contextlib.nullcontext(_SHARED_POOLS[key])
+
+
+def _pool_key(workers: int, timeout_s: float, memory_mb: int | None, env: dict[str, str]) -> tuple:
+    return workers, float(timeout_s), memory_mb, tuple(sorted(env.items()))
+
+
+def _close_pools_except(keys: set[tuple]) -> None:
+    """Stop kept pools this call will not use (a process given other GPUs, e.g. a reused Ray worker)."""
+    for key in [k for k in _SHARED_POOLS if k not in keys]:
+        _SHARED_POOLS.pop(key).close()
+
+
 def time_records(records: list[dict], *, device: str = "cuda", trials: int = 100, warmups: int = 10,
                  timeout_s: float = 600, progress: bool = True, workers_per_gpu: int | None = None,
                  seed: int = 0, tf32: bool = False, with_compile: bool = True, cache_dir: str | None = None,
-                 memory_mb: int | None = None) -> list[dict]:
+                 memory_mb: int | None = None, reuse_pools: bool = False) -> list[dict]:
     """The records with the timing columns added, in input order; a task that fails keeps null timings
-    and a `timing_error`. device "cpu" times on the host (one worker) so CI runs the same code."""
-    from filters.sandbox import SandboxPool
-
+    and a `timing_error`. device "cpu" times on the host (one worker) so CI runs the same code.
+    `reuse_pools` keeps each GPU's workers alive for the next call in this process (the build's shards)."""
     if device not in ("cuda", "cpu"):
         raise ValueError(f"device must be 'cuda' or 'cpu', not {device!r}")
     if not records:
@@ -71,6 +100,9 @@ def time_records(records: list[dict], *, device: str = "cuda", trials: int = 100
             raise RuntimeError("no CUDA device is visible")
         shards = {gpu: list(range(i, len(records), len(gpus))) for i, gpu in enumerate(gpus)}
         workers = workers_per_gpu or default_workers_per_gpu(len(gpus))
+    gpu_envs = {gpu: {**env, "CUDA_VISIBLE_DEVICES": gpu} if device == "cuda" else env for gpu in shards}
+    if reuse_pools:
+        _close_pools_except({_pool_key(workers, timeout_s, memory_mb, e) for e in gpu_envs.values()})
     results: list[dict | None] = [None] * len(records)
     shard_errors: dict[str, str] = {}
 
@@ -81,11 +113,11 @@ def time_records(records: list[dict], *, device: str = "cuda", trials: int = 100
             shard_errors[gpu] = f"{type(error).__name__}: {error}"
 
     def _time_shard(gpu: str, indices: list[int]) -> None:
-        shard_env = {**env, "CUDA_VISIBLE_DEVICES": gpu}
+        shard_env = gpu_envs[gpu]
         shard_payloads = [{**payloads[i], "gpu_lock": gpu_lock_path(gpu) if device == "cuda" else None}
                           for i in indices]
-        with SandboxPool(workers=min(workers, len(indices)), timeout_s=timeout_s, memory_mb=memory_mb,
-                         env=shard_env) as pool:
+        size = workers if reuse_pools else min(workers, len(indices))
+        with _pool(size, timeout_s, memory_mb, shard_env, reuse_pools) as pool:
             outcomes = pool.run_many(FN_PATH, shard_payloads, progress=progress)
             # A crash can be another task's fault (a sticky CUDA error makes the next task's worker exit): retry once.
             crashed = [k for k, outcome in enumerate(outcomes) if outcome.status == "crash"]

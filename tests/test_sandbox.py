@@ -36,6 +36,19 @@ def test_env_reaches_the_worker():
     assert result.value["env"] == "on"
 
 
+def test_slot_envs_give_each_worker_its_own_and_survive_replacement():
+    slots = [{"OPGEN_TEST_GPU": "0"}, {"OPGEN_TEST_GPU": "1"}]
+    with _pool(workers=2, slot_envs=slots) as pool:
+        first = pool.run_many(_fn("slow_echo"), [{"env_key": "OPGEN_TEST_GPU"} for _ in range(8)])
+        pool.run_many(_fn("segfault"), [{"n": 1}, {"n": 2}])  # both workers die and are replaced
+        second = pool.run_many(_fn("slow_echo"), [{"env_key": "OPGEN_TEST_GPU"} for _ in range(8)])
+    assert {r.value["env"] for r in first} == {"0", "1"}
+    assert {r.value["env"] for r in second} == {"0", "1"}
+    by_pid = {(r.value["pid"], r.value["env"]) for r in first + second}
+    assert len(by_pid) == len({pid for pid, _ in by_pid})  # a worker keeps its slot's environment
+    assert {r.value["pid"] for r in second} - {r.value["pid"] for r in first}  # replacements took the slots
+
+
 def test_every_failure_mode_gets_one_result_and_the_pool_survives():
     names = ["echo", "raise_error", "segfault", "hard_exit", "python_loop", "c_hang", "not_json",
              "prints_to_stdout", "echo"]

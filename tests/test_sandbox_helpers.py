@@ -10,6 +10,11 @@ def echo(payload: dict) -> dict:
     return {"echo": payload, "pid": os.getpid(), "env": os.environ.get(payload.get("env_key", ""), None)}
 
 
+def slow_echo(payload: dict) -> dict:
+    time.sleep(0.5)
+    return echo(payload)
+
+
 def raise_error(payload: dict) -> dict:
     raise ValueError("boom " + str(payload.get("n")))
 

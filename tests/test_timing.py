@@ -136,6 +136,27 @@ def test_time_records_on_cpu_fills_columns_and_keeps_failures():
     assert reasons == ["exec_error", None, "crash"]
 
 
+def test_reused_timing_pools_keep_their_workers_across_calls():
+    from opgen import timing
+
+    records = [{"id": "linear", "code": LINEAR_TASK}]
+    try:
+        first = time_records(records, device="cpu", trials=2, warmups=0, with_compile=False, progress=False,
+                             reuse_pools=True)
+        [pool] = timing._SHARED_POOLS.values()
+        pids = [w.proc.pid for w in pool._pool]
+        second = time_records(records, device="cpu", trials=2, warmups=0, with_compile=False, progress=False,
+                              reuse_pools=True)
+        assert list(timing._SHARED_POOLS.values()) == [pool]
+        assert [w.proc.pid for w in pool._pool] == pids and all(w.proc.poll() is None for w in pool._pool)
+        assert first[0]["eager_ms"] > 0 and second[0]["eager_ms"] > 0
+        workers = list(pool._pool)
+        timing._close_pools_except(set())  # what a process given other GPUs does with the pools it kept
+        assert not timing._SHARED_POOLS and all(w.proc.poll() is not None for w in workers)
+    finally:
+        timing._close_pools_except(set())
+
+
 def _opgen(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-m", "opgen", *args], capture_output=True, text=True, env=env,

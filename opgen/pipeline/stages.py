@@ -42,7 +42,7 @@ def time_shard(payload: dict) -> dict:
 
     started = time.perf_counter()
     timed = time_records(payload["records"], device="cuda", trials=payload["trials"], warmups=payload["warmups"],
-                         timeout_s=payload["timeout_s"], progress=False)
+                         timeout_s=payload["timeout_s"], progress=False, reuse_pools=True)
     window = RuntimeWindow(*payload["window_ms"])
     funnel = Funnel()
     verdicts = []
