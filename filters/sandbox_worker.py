@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import faulthandler
+import gc
 import importlib
 import json
 import os
@@ -42,6 +43,23 @@ def _answer(stream, message: dict) -> None:
     stream.flush()
 
 
+def release_torch() -> None:
+    """Free what the last task left behind: its compiled graphs (dynamo's caches hold the model and its
+    weights), unreachable objects, then the CUDA caching allocator's blocks, so an idle worker holds no
+    GPU memory that the next task, or another worker on the same GPU, needs."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return
+    try:
+        if "torch._dynamo" in sys.modules:
+            torch._dynamo.reset()
+        gc.collect()
+        if torch.cuda.is_initialized():
+            torch.cuda.empty_cache()
+    except Exception:  # noqa: BLE001 - a broken CUDA context shows up in the next task, not here
+        pass
+
+
 def main() -> None:
     faulthandler.enable()  # a segfault leaves a Python traceback in the stderr log
     extra_path = json.loads(os.environ.get(SYS_PATH_ENV, "[]"))
@@ -61,6 +79,8 @@ def main() -> None:
             _answer(proto_out, {"status": "ok", "value": value})
         except BaseException:  # noqa: BLE001 - SystemExit from task code is an error, not our exit
             _answer(proto_out, {"status": "error", "detail": traceback.format_exc(limit=8)})
+        value = None
+        release_torch()
 
 
 if __name__ == "__main__":

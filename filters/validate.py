@@ -67,11 +67,12 @@ def shared_pool(workers: int, timeout_s: float, memory_mb: int | None,
 
 
 def _out_of_memory(result) -> bool:
-    """A verdict caused by memory pressure: CUDA out of memory, or the worker's resident-memory limit."""
+    """A verdict caused by memory pressure: CUDA out of memory (OutOfMemoryError, or AcceleratorError "CUDA
+    error: out of memory" when a library allocates), or the worker's resident-memory limit."""
     if result.status == "crash":
         return "memory limit" in (result.detail or "")
     if result.status == "ok" and isinstance(result.value, dict):
-        return "OutOfMemoryError" in (result.value.get("detail") or "")
+        return "out of memory" in (result.value.get("detail") or "").lower()
     return False
 
 

@@ -124,6 +124,9 @@ def time_records(records: list[dict], *, device: str = "cuda", trials: int = 100
             if crashed:
                 for k, outcome in zip(crashed, pool.run_many(FN_PATH, [shard_payloads[k] for k in crashed])):
                     outcomes[k] = outcome
+            # A task that ran out of GPU memory beside the other workers' tasks is timed again alone.
+            for k in [k for k, outcome in enumerate(outcomes) if _out_of_memory(outcome)]:
+                outcomes[k] = pool.run_many(FN_PATH, [shard_payloads[k]])[0]
         for index, outcome in zip(indices, outcomes):
             results[index] = _timing_columns(outcome)
 
@@ -135,6 +138,11 @@ def time_records(records: list[dict], *, device: str = "cuda", trials: int = 100
         thread.join()
     failure = "; ".join(shard_errors.values()) or "timing shard did not finish"
     return [{**record, **(result or _failed("error", failure))} for record, result in zip(records, results)]
+
+
+def _out_of_memory(outcome) -> bool:
+    error = outcome.value.get("timing_error") if outcome.status == "ok" and isinstance(outcome.value, dict) else ""
+    return "out of memory" in (error or outcome.detail or "").lower()
 
 
 def _timing_columns(outcome) -> dict:

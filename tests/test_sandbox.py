@@ -49,6 +49,14 @@ def test_slot_envs_give_each_worker_its_own_and_survive_replacement():
     assert {r.value["pid"] for r in second} - {r.value["pid"] for r in first}  # replacements took the slots
 
 
+def test_worker_frees_what_a_task_left_behind_before_the_next():
+    with _pool(workers=1, timeout_s=60.0) as pool:
+        [left] = pool.run_many(_fn("leave_cycle"), [{}])
+        [after] = pool.run_many(_fn("left_alive"), [{}])
+    assert left.status == "ok"
+    assert after.value == {"alive": 0, "tracked": 1}
+
+
 def test_every_failure_mode_gets_one_result_and_the_pool_survives():
     names = ["echo", "raise_error", "segfault", "hard_exit", "python_loop", "c_hang", "not_json",
              "prints_to_stdout", "echo"]

@@ -58,3 +58,24 @@ def prints_to_stdout(payload: dict) -> dict:
 def dispatch(payload: dict) -> dict:
     """Call the helper named in the payload, so one batch can mix well-behaved and failing work."""
     return globals()[payload["fn"]](payload)
+
+
+_LEFT_BEHIND: list = []
+
+
+def leave_cycle(payload: dict) -> dict:
+    """A task that leaves a tensor in unreachable reference-cycle garbage, with automatic collection off."""
+    import gc
+    import weakref
+
+    import torch
+
+    gc.disable()  # as if the collector had not come round yet when the next task starts
+    garbage: dict = {"tensor": torch.zeros(1024)}
+    garbage["self"] = garbage
+    _LEFT_BEHIND.append(weakref.ref(garbage["tensor"]))
+    return {"ok": True}
+
+
+def left_alive(payload: dict) -> dict:
+    return {"alive": sum(ref() is not None for ref in _LEFT_BEHIND), "tracked": len(_LEFT_BEHIND)}

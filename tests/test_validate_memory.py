@@ -15,7 +15,9 @@ def test_out_of_memory_is_recognised():
     limit = SandboxResult("crash", None, "memory limit exceeded: 5000 MB resident > 4096 MB")
     other = SandboxResult("ok", {"reason": "exec_error", "detail": "RuntimeError: shape mismatch"}, "")
     segfault = SandboxResult("crash", None, "worker died (signal 11)")
-    assert validate._out_of_memory(oom) and validate._out_of_memory(limit)
+    # what a library allocation (cuBLAS workspace, a CUDA context) raises instead of OutOfMemoryError
+    accelerator = SandboxResult("ok", {"reason": "exec_error", "detail": "AcceleratorError: CUDA error: out of memory"}, "")
+    assert validate._out_of_memory(oom) and validate._out_of_memory(limit) and validate._out_of_memory(accelerator)
     assert not validate._out_of_memory(other) and not validate._out_of_memory(segfault)
 
 
@@ -35,3 +37,15 @@ def test_memory_hog_is_rejudged_alone_and_still_crashes(monkeypatch):
     assert calls == [2, 1]  # the first pass, then the hog alone
     assert lines[0]["reason"] == "crash" and "memory" in lines[0]["detail"]
     assert lines[1]["reason"] == "trivial"
+
+
+def test_timing_recognises_out_of_memory_results():
+    from opgen import timing
+
+    oom = SandboxResult("ok", {"timing_status": "error",
+                               "timing_error": "eager: AcceleratorError: CUDA error: out of memory"}, "")
+    fine = SandboxResult("ok", {"timing_status": "ok", "timing_error": None}, "")
+    broken = SandboxResult("ok", {"timing_status": "error", "timing_error": "eager: RuntimeError: shape"}, "")
+    crashed = SandboxResult("crash", None, "worker exited with status 70")
+    assert timing._out_of_memory(oom)
+    assert not any(timing._out_of_memory(r) for r in (fine, broken, crashed))
