@@ -111,7 +111,7 @@ def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int =
 def validate_records(records: list[dict], *, device: str = "cpu", workers: int = 2, timeout_s: float = 120,
                      memory_mb: int | None = 4096, runtime_window_ms: tuple[float, float] | None = None,
                      funnel: Funnel | None = None, progress: bool = False, seed: int = 0,
-                     draws: int = 3) -> list[dict]:
+                     draws: int = 3, reuse_pool: bool = False) -> list[dict]:
     """Static chain, then the execute checks on the survivors; one verdict line per record, in input order."""
     funnel = funnel if funnel is not None else Funnel()
     funnel.declare([f.name for f in STATIC_FILTERS])
@@ -119,7 +119,7 @@ def validate_records(records: list[dict], *, device: str = "cpu", workers: int =
     survivors = [i for i, line in enumerate(lines) if line["keep"]]
     executed = execute_verdicts([records[i] for i in survivors], device=device, workers=workers,
                                 timeout_s=timeout_s, memory_mb=memory_mb, runtime_window_ms=runtime_window_ms,
-                                funnel=funnel, progress=progress, seed=seed, draws=draws)
+                                funnel=funnel, progress=progress, seed=seed, draws=draws, reuse_pool=reuse_pool)
     for index, line in zip(survivors, executed):
         lines[index] = line
     return lines

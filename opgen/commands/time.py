@@ -6,6 +6,7 @@ import json
 import sys
 import time
 
+from opgen.checkpoint import ChunkLog, inputs_identity, run_in_chunks
 from opgen.errors import UsageError
 from opgen.records import read_inputs, write_jsonl
 
@@ -25,12 +26,14 @@ def register(sub) -> None:
     parser.add_argument("--no-compile", action="store_true", help="time eager only")
     parser.add_argument("--cache-dir", default=None, help="inductor/FX-graph cache folder shared by the workers")
     parser.add_argument("--limit", type=int, default=None, help="time only the first N records")
+    parser.add_argument("--chunk-size", type=int, default=None,
+                        help="tasks per checkpointed chunk (default 16 x all workers on cuda, 8 on cpu); a rerun resumes")
     parser.add_argument("--no-progress", action="store_true")
     parser.set_defaults(func=run)
 
 
 def run(args) -> int:
-    from opgen.timing import time_records, timing_summary, visible_gpus
+    from opgen.timing import default_workers_per_gpu, time_records, timing_summary, visible_gpus
 
     if args.trials < 1 or args.warmups < 0 or args.timeout <= 0:
         raise UsageError("--trials must be >= 1, --warmups >= 0 and --timeout > 0")
@@ -39,14 +42,35 @@ def run(args) -> int:
     records = read_inputs(args.input)[: args.limit]
     if args.device == "cuda" and not visible_gpus():
         raise UsageError("--device cuda: no CUDA device is visible here (use --device cpu)")
+    if args.device == "cuda":
+        gpus = len(visible_gpus())
+        # large chunks: each one ends with a short tail in which a GPU waits for the last compiles
+        chunk_default = 16 * gpus * (args.workers_per_gpu or default_workers_per_gpu(gpus))
+    else:
+        chunk_default = 8
+    chunk_size = max(8, chunk_default) if args.chunk_size is None else args.chunk_size
+    if chunk_size < 1:
+        raise UsageError("--chunk-size must be at least 1")
+    identity = inputs_identity(records, command="time", device=args.device, trials=args.trials,
+                               warmups=args.warmups, timeout=args.timeout, seed=args.seed, tf32=args.tf32,
+                               compile=not args.no_compile, chunk_size=chunk_size)
+
+    def time_chunk(chunk: list[dict]) -> tuple[list[dict], None]:
+        return time_records(chunk, device=args.device, trials=args.trials, warmups=args.warmups,
+                            timeout_s=args.timeout, progress=False, workers_per_gpu=args.workers_per_gpu,
+                            seed=args.seed, tf32=args.tf32, with_compile=not args.no_compile,
+                            cache_dir=args.cache_dir, reuse_pools=True), None
+
     started = time.perf_counter()
-    timed = time_records(records, device=args.device, trials=args.trials, warmups=args.warmups,
-                         timeout_s=args.timeout, progress=not args.no_progress,
-                         workers_per_gpu=args.workers_per_gpu, seed=args.seed, tf32=args.tf32,
-                         with_compile=not args.no_compile, cache_dir=args.cache_dir)
+    chunk_log = ChunkLog(args.out, identity)
+    timed, _, reused = run_in_chunks(records, chunk_size, time_chunk, chunk_log, "time", progress=not args.no_progress)
     wall_s = time.perf_counter() - started
+    if reused:
+        print(f"time: resumed {reused} of {len(records)} timings from {chunk_log.path}", file=sys.stderr)
     write_jsonl(args.out, timed)
+    chunk_log.finish()
     summary = timing_summary(timed)
-    summary.update(wall_s=round(wall_s, 2), tasks_per_min=round(60 * len(timed) / wall_s, 2) if wall_s else None)
+    fresh = len(timed) - reused  # the rate is of the tasks timed by this invocation
+    summary.update(wall_s=round(wall_s, 2), tasks_per_min=round(60 * fresh / wall_s, 2) if wall_s else None)
     print(json.dumps({"time": summary}), file=sys.stderr)
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
+from opgen.checkpoint import ChunkLog, inputs_identity, run_in_chunks
 from opgen.errors import UsageError
 from opgen.records import read_inputs, write_jsonl
 
@@ -22,6 +23,8 @@ def register(sub) -> None:
                         help="eager median window in ms (default 1,100 on cuda, off on cpu)")
     parser.add_argument("--funnel", default=None, help="also write the funnel counts as JSON here")
     parser.add_argument("--seed", type=int, default=0, help="seed of the model build and input draws")
+    parser.add_argument("--chunk-size", type=int, default=None,
+                        help="inputs per checkpointed chunk (default 8 x workers, at least 16); a rerun resumes")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(func=run)
 
@@ -39,8 +42,9 @@ def parse_window(text: str | None) -> tuple[float, float] | None:
 
 
 def run(args) -> int:
-    from filters.chain import Funnel
-    from filters.validate import validate_records
+    from filters.chain import STATIC_FILTERS, Funnel
+    from filters.execute_worker import STAGE_NAMES
+    from filters.validate import SANDBOX_STAGE, validate_records
 
     if args.workers < 1:
         raise UsageError("--workers must be at least 1")
@@ -53,11 +57,30 @@ def run(args) -> int:
         if not torch.cuda.is_available():
             raise UsageError("--device cuda: no CUDA device is visible")
     records = read_inputs(args.input)
+    chunk_size = max(16, 8 * args.workers) if args.chunk_size is None else args.chunk_size
+    if chunk_size < 1:
+        raise UsageError("--chunk-size must be at least 1")
+    identity = inputs_identity(records, command="validate", device=args.device, timeout=args.timeout,
+                               memory_mb=args.memory_mb, window=window, seed=args.seed, chunk_size=chunk_size)
+
+    def validate_chunk(chunk: list[dict]) -> tuple[list[dict], dict]:
+        chunk_funnel = Funnel()
+        lines = validate_records(chunk, device=args.device, workers=args.workers, timeout_s=args.timeout,
+                                 memory_mb=args.memory_mb or None, runtime_window_ms=window, funnel=chunk_funnel,
+                                 seed=args.seed, reuse_pool=True)
+        return lines, chunk_funnel.to_dict()
+
+    chunk_log = ChunkLog(args.out, identity)
+    lines, funnels, reused = run_in_chunks(records, chunk_size, validate_chunk, chunk_log, "validate",
+                                           progress=not args.no_progress)
+    if reused:
+        print(f"validate: resumed {reused} of {len(records)} verdicts from {chunk_log.path}", file=sys.stderr)
     funnel = Funnel()
-    lines = validate_records(records, device=args.device, workers=args.workers, timeout_s=args.timeout,
-                             memory_mb=args.memory_mb or None, runtime_window_ms=window, funnel=funnel,
-                             progress=not args.no_progress, seed=args.seed)
+    funnel.declare([f.name for f in STATIC_FILTERS] + [SANDBOX_STAGE, *STAGE_NAMES])  # chain order in the table
+    for chunk_funnel in funnels:
+        funnel += Funnel.from_dict(chunk_funnel)
     write_jsonl(args.out, lines)
+    chunk_log.finish()
     if args.funnel:
         with open(args.funnel, "w", encoding="utf-8") as handle:
             json.dump(funnel.to_dict(), handle, indent=2)
