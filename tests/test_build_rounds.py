@@ -38,6 +38,18 @@ def test_next_round_draws_only_missing_sources_with_fresh_indices():
     assert two[1].start == two[0].start + two[0].count          # ranges never overlap
 
 
+def test_small_deficits_get_enough_draws_to_be_met_in_one_round():
+    assert rounds.enough_draws(0, 0.3) == 0
+    assert rounds.enough_draws(1, 1.0) == 1
+    k = rounds.enough_draws(2, 0.3)
+    def p_met(draws: int) -> float:  # P(at least 2 survivors of `draws`) at rate 0.3
+        return 1 - 0.7**draws - draws * 0.3 * 0.7 ** (draws - 1)
+    assert p_met(k) >= 0.9 > p_met(k - 1)
+    # the case of the device build: torch#1 had 1 survivor of 4 and needed 2 more
+    [segment] = rounds.next_round(0, {"torch#1": 3}, Counter({"torch#1": 1}), Counter({"torch#1": 4}), 1.25, 100)
+    assert segment.count == rounds.enough_draws(2, 2 / 6) > 2 * 1.25 / (2 / 6)
+
+
 def test_select_takes_the_first_quota_per_source_by_sample_index():
     survivors = [{"sample_index": i, "data_source": s} for i, s in
                  [(9, "a"), (1, "a"), (5, "b"), (3, "a"), (7, "b"), (2, "c")]]

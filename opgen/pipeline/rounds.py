@@ -35,12 +35,33 @@ def first_round(n: int, oversample: float) -> list[Segment]:
     return [Segment(None, 0, max(1, math.ceil(n * oversample)))]
 
 
+ROUND_CONFIDENCE = 0.9
+
+
+def enough_draws(deficit: int, rate: float, confidence: float = ROUND_CONFIDENCE, limit: int = 10_000) -> int:
+    """The fewest draws k with P(Binomial(k, rate) >= deficit) >= confidence (capped at `limit`)."""
+    if deficit <= 0:
+        return 0
+    if rate >= 1.0:
+        return deficit
+    k = deficit
+    while k < limit:
+        below = sum(math.exp(math.lgamma(k + 1) - math.lgamma(j + 1) - math.lgamma(k - j + 1)
+                             + j * math.log(rate) + (k - j) * math.log1p(-rate)) for j in range(deficit))
+        if 1 - below >= confidence:
+            return k
+        k += max(1, k // 50)
+    return limit
+
+
 def next_round(start: int, wanted: dict[str, int], survivors: Counter, candidates: Counter,
                oversample: float, max_count: int) -> list[Segment]:
     """Segments for the sources still short of their quota, sized by each source's survival rate so far.
 
     `survivors` and `candidates` count per data source over the previous rounds; a source never drawn
-    borrows the overall rate. Indices continue from `start`, so no index is ever drawn twice.
+    borrows the overall rate. A small deficit gets enough draws to be met with probability ROUND_CONFIDENCE
+    (a round has a fixed cost, so one more candidate is cheaper than one more round). Indices continue
+    from `start`, so no index is ever drawn twice.
     """
     overall = (sum(survivors.values()) + 1) / (sum(candidates.values()) + 2)
     segments = []
@@ -48,8 +69,9 @@ def next_round(start: int, wanted: dict[str, int], survivors: Counter, candidate
         deficit = wanted[source] - survivors[source]
         if deficit <= 0:
             continue
-        rate = (survivors[source] + 1) / (candidates[source] + 2) if candidates[source] else overall
-        count = min(max_count, max(deficit, math.ceil(deficit * oversample / max(rate, 0.05))))
+        rate = max((survivors[source] + 1) / (candidates[source] + 2) if candidates[source] else overall, 0.05)
+        count = max(deficit, math.ceil(deficit * oversample / rate), enough_draws(deficit, rate))
+        count = min(max_count, count)
         segments.append(Segment(source, start, count))
         start += count
     return segments
