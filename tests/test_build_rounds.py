@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 import pytest
@@ -38,16 +39,31 @@ def test_next_round_draws_only_missing_sources_with_fresh_indices():
     assert two[1].start == two[0].start + two[0].count          # ranges never overlap
 
 
+def _chance_by_integration(draws: int, deficit: int, alpha: float, beta: float, grid: int = 20_000) -> float:
+    """The same probability by brute force: the binomial tail averaged over a grid of Beta-weighted rates."""
+    total = weight = 0.0
+    for i in range(1, grid):
+        rate = i / grid
+        density = rate ** (alpha - 1) * (1 - rate) ** (beta - 1)
+        below = sum(math.comb(draws, j) * rate**j * (1 - rate) ** (draws - j) for j in range(deficit))
+        total += density * (1 - below)
+        weight += density
+    return total / weight
+
+
 def test_small_deficits_get_enough_draws_to_be_met_in_one_round():
-    assert rounds.enough_draws(0, 0.3) == 0
-    assert rounds.enough_draws(1, 1.0) == 1
-    k = rounds.enough_draws(2, 0.3)
-    def p_met(draws: int) -> float:  # P(at least 2 survivors of `draws`) at rate 0.3
-        return 1 - 0.7**draws - draws * 0.3 * 0.7 ** (draws - 1)
-    assert p_met(k) >= 0.9 > p_met(k - 1)
-    # the case of the device build: torch#1 had 1 survivor of 4 and needed 2 more
-    [segment] = rounds.next_round(0, {"torch#1": 3}, Counter({"torch#1": 1}), Counter({"torch#1": 4}), 1.25, 100)
-    assert segment.count == rounds.enough_draws(2, 2 / 6) > 2 * 1.25 / (2 / 6)
+    assert rounds.enough_draws(0, 2, 2) == 0
+    for draws, deficit, alpha, beta in [(7, 2, 2, 2), (12, 2, 2, 2), (30, 5, 3, 9)]:
+        assert rounds.chance_met(draws, deficit, alpha, beta) == pytest.approx(
+            _chance_by_integration(draws, deficit, alpha, beta), abs=1e-3)
+    k = rounds.enough_draws(2, 2, 2)
+    assert rounds.chance_met(k, 2, 2, 2) >= 0.9 > rounds.chance_met(k - 1, 2, 2, 2)
+    # this device build's round 1: torch#1 had 1 survivor of 2 candidates and needed 2 more
+    [segment] = rounds.next_round(0, {"torch#1": 3}, Counter({"torch#1": 1}), Counter({"torch#1": 2}), 1.25, 100)
+    assert segment.count == k > 5   # 5: what the mean rate alone asked for
+    # many candidates pin the rate down: the count approaches deficit / rate
+    [big] = rounds.next_round(0, {"a": 1100}, Counter({"a": 700}), Counter({"a": 1000}), 1.0, 10_000)
+    assert 400 / 0.7 <= big.count <= 1.1 * 400 / 0.7
 
 
 def test_select_takes_the_first_quota_per_source_by_sample_index():

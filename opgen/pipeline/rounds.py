@@ -38,30 +38,39 @@ def first_round(n: int, oversample: float) -> list[Segment]:
 ROUND_CONFIDENCE = 0.9
 
 
-def enough_draws(deficit: int, rate: float, confidence: float = ROUND_CONFIDENCE, limit: int = 10_000) -> int:
-    """The fewest draws k with P(Binomial(k, rate) >= deficit) >= confidence (capped at `limit`)."""
+def _log_beta(a: float, b: float) -> float:
+    return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+
+
+def chance_met(draws: int, deficit: int, alpha: float, beta: float) -> float:
+    """P(at least `deficit` of `draws` candidates survive) when the survival rate is Beta(alpha, beta):
+    the beta-binomial tail, so a rate estimated from few candidates counts as uncertain."""
+    below = sum(math.exp(math.lgamma(draws + 1) - math.lgamma(j + 1) - math.lgamma(draws - j + 1)
+                         + _log_beta(j + alpha, draws - j + beta) - _log_beta(alpha, beta))
+                for j in range(min(deficit, draws + 1)))
+    return 1.0 - below
+
+
+def enough_draws(deficit: int, alpha: float, beta: float, confidence: float = ROUND_CONFIDENCE,
+                 limit: int = 10_000) -> int:
+    """The fewest draws (to within 2%) that meet `deficit` with probability `confidence`, capped at `limit`."""
     if deficit <= 0:
         return 0
-    if rate >= 1.0:
-        return deficit
-    k = deficit
-    while k < limit:
-        below = sum(math.exp(math.lgamma(k + 1) - math.lgamma(j + 1) - math.lgamma(k - j + 1)
-                             + j * math.log(rate) + (k - j) * math.log1p(-rate)) for j in range(deficit))
-        if 1 - below >= confidence:
-            return k
-        k += max(1, k // 50)
-    return limit
+    draws = deficit
+    while draws < limit and chance_met(draws, deficit, alpha, beta) < confidence:
+        draws += max(1, draws // 50)
+    return min(draws, limit)
 
 
 def next_round(start: int, wanted: dict[str, int], survivors: Counter, candidates: Counter,
                oversample: float, max_count: int) -> list[Segment]:
-    """Segments for the sources still short of their quota, sized by each source's survival rate so far.
+    """Segments for the sources still short of their quota, sized by each source's survival so far.
 
-    `survivors` and `candidates` count per data source over the previous rounds; a source never drawn
-    borrows the overall rate. A small deficit gets enough draws to be met with probability ROUND_CONFIDENCE
-    (a round has a fixed cost, so one more candidate is cheaper than one more round). Indices continue
-    from `start`, so no index is ever drawn twice.
+    `survivors` and `candidates` count per data source over the previous rounds. A source's survival rate
+    is Beta(1 + survivors, 1 + rejected); a source never drawn gets a weak prior centred on the overall
+    rate. Each segment is large enough to meet its deficit with probability ROUND_CONFIDENCE (a round has
+    a fixed cost, so a few more candidates are cheaper than one more round), and at least
+    deficit × oversample / mean rate. Indices continue from `start`, so no index is ever drawn twice.
     """
     overall = (sum(survivors.values()) + 1) / (sum(candidates.values()) + 2)
     segments = []
@@ -69,11 +78,14 @@ def next_round(start: int, wanted: dict[str, int], survivors: Counter, candidate
         deficit = wanted[source] - survivors[source]
         if deficit <= 0:
             continue
-        rate = max((survivors[source] + 1) / (candidates[source] + 2) if candidates[source] else overall, 0.05)
-        count = max(deficit, math.ceil(deficit * oversample / rate), enough_draws(deficit, rate))
-        count = min(max_count, count)
-        segments.append(Segment(source, start, count))
-        start += count
+        if candidates[source]:
+            alpha, beta = 1 + survivors[source], 1 + candidates[source] - survivors[source]
+        else:
+            alpha, beta = 1 + 2 * overall, 1 + 2 * (1 - overall)
+        rate = max(alpha / (alpha + beta), 0.05)
+        count = max(deficit, math.ceil(deficit * oversample / rate), enough_draws(deficit, alpha, beta))
+        segments.append(Segment(source, start, min(max_count, count)))
+        start += segments[-1].count
     return segments
 
 
