@@ -65,6 +65,7 @@ class ChunkLog:
 
     def append(self, start: int, lines: list[dict], extra: object = None) -> None:
         new = not self.path.is_file() or self.path.stat().st_size == 0
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "a", encoding="utf-8") as handle:
             if new:
                 handle.write(json.dumps({"identity": self.identity}) + "\n")

@@ -39,6 +39,12 @@ def test_run_in_chunks_reuses_logged_chunks_and_computes_the_rest(tmp_path):
     assert calls == [] and reused == 7 and again == lines
 
 
+def test_the_log_goes_where_the_output_will(tmp_path):
+    log = ChunkLog(tmp_path / "new" / "folder" / "out.jsonl", inputs_identity(RECORDS, command="test"))
+    log.append(0, [{"id": "t0"}])
+    assert list(log.load()) == [0] and log.path.parent == tmp_path / "new" / "folder"
+
+
 def test_a_line_cut_by_a_kill_is_dropped_and_the_log_stays_appendable(tmp_path):
     identity = inputs_identity(RECORDS, command="test")
     log = ChunkLog(tmp_path / "o", identity)
