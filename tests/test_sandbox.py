@@ -57,6 +57,19 @@ def test_worker_frees_what_a_task_left_behind_before_the_next():
     assert after.value == {"alive": 0, "tracked": 1}
 
 
+def test_garbage_among_frozen_survivors_is_collected_by_the_periodic_full_collection():
+    from filters.sandbox_worker import FULL_COLLECTION_EVERY
+
+    with _pool(workers=1, timeout_s=60.0) as pool:
+        pool.run_many(_fn("hold_cycle"), [{}])
+        pool.run_many(_fn("drop_cycle"), [{}])
+        [soon] = pool.run_many(_fn("left_alive"), [{}])
+        pool.run_many(_fn("echo"), [{} for _ in range(FULL_COLLECTION_EVERY)])
+        [later] = pool.run_many(_fn("left_alive"), [{}])
+    assert soon.value == {"alive": 1, "tracked": 1}  # frozen: cheap collections skip it for a while
+    assert later.value == {"alive": 0, "tracked": 1}
+
+
 def test_every_failure_mode_gets_one_result_and_the_pool_survives():
     names = ["echo", "raise_error", "segfault", "hard_exit", "python_loop", "c_hang", "not_json",
              "prints_to_stdout", "echo"]

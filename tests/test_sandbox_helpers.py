@@ -79,3 +79,27 @@ def leave_cycle(payload: dict) -> dict:
 
 def left_alive(payload: dict) -> dict:
     return {"alive": sum(ref() is not None for ref in _LEFT_BEHIND), "tracked": len(_LEFT_BEHIND)}
+
+
+_HELD: list = []
+
+
+def hold_cycle(payload: dict) -> dict:
+    """A task that keeps a reference cycle alive past its end (it gets frozen with the survivors)."""
+    import gc
+    import weakref
+
+    import torch
+
+    gc.disable()
+    kept: dict = {"tensor": torch.zeros(1024)}
+    kept["self"] = kept
+    _HELD.append(kept)
+    _LEFT_BEHIND.append(weakref.ref(kept["tensor"]))
+    return {"ok": True}
+
+
+def drop_cycle(payload: dict) -> dict:
+    """A later task drops it: now cyclic garbage among frozen objects."""
+    _HELD.clear()
+    return {"ok": True}
