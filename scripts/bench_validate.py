@@ -1,8 +1,11 @@
 """Benchmark: `opgen validate` throughput (2 sandboxed workers, CPU) against the raw cost of eager + compile.
 
 The raw cost is measured in one warm process (its first-compile set-up is paid before the clock starts),
-running each task once eagerly and once under torch.compile. Both runs start from an empty inductor cache.
-Goal: validation wall time / raw wall time <= 1.25.  Run: `python scripts/bench_validate.py [N]`.
+running each task once eagerly and once under torch.compile. Validation is measured the same way: its
+pool's workers first compile a warm-up task each (the start-up a long run pays once; the build keeps its
+pool across shards), then the clock runs over the tasks. The cold figure, start-up included, is printed
+too. Both runs start from an empty inductor cache.
+Goal: warm validation wall time / raw wall time <= 1.25.  Run: `python scripts/bench_validate.py [N]`.
 """
 
 from __future__ import annotations
@@ -57,13 +60,39 @@ def raw_seconds(tasks: list[dict], cache_dir: str) -> float:
     return json.loads(result.stdout.strip().splitlines()[-1])["seconds"]
 
 
-def validate_seconds(tasks: list[dict], cache_dir: str, workers: int) -> tuple[float, int]:
+WARM_UP_TASK = """import torch
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(3, 3)
+
+    def forward(self, x):
+        return torch.tanh(self.linear(x))
+
+
+def get_inputs():
+    return [torch.randn(2, 3)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def validate_seconds(tasks: list[dict], cache_dir: str, workers: int) -> tuple[float, float, int]:
+    """(warm seconds, start-up seconds, kept): the pool's workers start and compile one warm-up task each,
+    then the tasks are validated by the same pool."""
     from filters.validate import execute_verdicts
 
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache_dir
     start = time.perf_counter()
-    lines = execute_verdicts(tasks, workers=workers, timeout_s=300)
-    return time.perf_counter() - start, sum(line["keep"] for line in lines)
+    warm_up = [{"id": f"warm-up-{k}", "code": WARM_UP_TASK.replace("(3, 3)", f"(3, {3 + k})")} for k in range(workers)]
+    execute_verdicts(warm_up, workers=workers, timeout_s=300, reuse_pool=True)
+    started = time.perf_counter()
+    lines = execute_verdicts(tasks, workers=workers, timeout_s=300, reuse_pool=True)
+    return time.perf_counter() - started, started - start, sum(line["keep"] for line in lines)
 
 
 def bench_validate(count: int = 40, workers: int = 2) -> dict:
@@ -71,14 +100,16 @@ def bench_validate(count: int = 40, workers: int = 2) -> dict:
     tasks = kernelbench_tasks(count)
     with tempfile.TemporaryDirectory() as raw_cache, tempfile.TemporaryDirectory() as validate_cache:
         raw = raw_seconds(tasks, raw_cache)
-        validated, kept = validate_seconds(tasks, validate_cache, workers)
+        validated, startup, kept = validate_seconds(tasks, validate_cache, workers)
     figures = {"tasks": len(tasks), "workers": workers, "kept": kept, "raw_eager_compile_s": round(raw, 2),
-               "validate_s": round(validated, 2), "tasks_per_s": round(len(tasks) / validated, 3),
-               "overhead": round(validated / raw, 3)}
-    print(f"validate: {figures['tasks']} shrunk KernelBench tasks, {workers} workers: {validated:.1f} s "
-          f"({figures['tasks_per_s']} tasks/s, {kept} kept)")
+               "validate_s": round(validated, 2), "startup_s": round(startup, 2),
+               "tasks_per_s": round(len(tasks) / validated, 3), "overhead": round(validated / raw, 3),
+               "overhead_cold": round((validated + startup) / raw, 3)}
+    print(f"validate: {figures['tasks']} shrunk KernelBench tasks, {workers} warm workers: {validated:.1f} s "
+          f"({figures['tasks_per_s']} tasks/s, {kept} kept); pool start-up and warm-up compile {startup:.1f} s")
     print(f"raw eager + compile, one warm process: {raw:.1f} s")
-    print(f"overhead (validate / raw): {figures['overhead']:.2f}x  (goal <= 1.25x)")
+    print(f"overhead (validate / raw): {figures['overhead']:.2f}x warm  (goal <= 1.25x), "
+          f"{figures['overhead_cold']:.2f}x with the start-up")
     return figures
 
 
