@@ -9,6 +9,7 @@ is replaced. Every payload gets exactly one `SandboxResult`, in input order.
 
 from __future__ import annotations
 
+import atexit
 import collections
 import json
 import os
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -294,3 +296,28 @@ class SandboxPool:
             return None
         results[index] = SandboxResult(status, None, detail + (f"\n{tail}" if tail else ""))
         return index
+
+
+class KeptPools:
+    """Sandbox pools kept for the life of this process, by key, so consecutive calls (the build's shards)
+    skip worker start-up: importing torch, a CUDA context and the first compile's set-up."""
+
+    def __init__(self) -> None:
+        self._pools: dict[tuple, SandboxPool] = {}
+        atexit.register(self.close_except, set())
+
+    def get(self, key: tuple, make: Callable[[], SandboxPool]) -> SandboxPool:
+        if key not in self._pools:
+            self._pools[key] = make().__enter__()
+        return self._pools[key]
+
+    def close_except(self, keys: set[tuple]) -> None:
+        """Stop the kept pools whose key is not in `keys`."""
+        for key in [k for k in self._pools if k not in keys]:
+            self._pools.pop(key).close()
+
+    def __len__(self) -> int:
+        return len(self._pools)
+
+    def values(self) -> list[SandboxPool]:
+        return list(self._pools.values())

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import atexit
 import os
 
 from filters.base import Verdict
 from filters.chain import STATIC_FILTERS, Funnel, static_verdicts
 from filters.execute_worker import STAGE_NAMES
-from filters.sandbox import SandboxPool, SandboxResult
+from filters.sandbox import KeptPools, SandboxPool, SandboxResult
 
 CHECK_FUNCTION = "filters.execute_worker:check_task"
 SANDBOX_STAGE = "sandbox"
@@ -41,7 +40,7 @@ def _verdict(result: SandboxResult, funnel: Funnel | None) -> Verdict:
     return Verdict.reject(value["reason"], value.get("detail"), **value["metrics"])
 
 
-_SHARED_POOLS: dict[tuple, SandboxPool] = {}
+_KEPT_POOLS = KeptPools()
 
 
 def gpu_slot_envs(device: str) -> list[dict[str, str]] | None:
@@ -56,14 +55,9 @@ def gpu_slot_envs(device: str) -> list[dict[str, str]] | None:
 
 def shared_pool(workers: int, timeout_s: float, memory_mb: int | None,
                 slot_envs: list[dict[str, str]] | None = None) -> SandboxPool:
-    """A sandbox pool kept for the life of this process, so consecutive shards skip worker start-up
-    (importing torch and the first compile's setup cost each worker about 15 s on a CPU)."""
-    key = (workers, float(timeout_s), memory_mb, repr(slot_envs))
-    if key not in _SHARED_POOLS:
-        pool = SandboxPool(workers, timeout_s, memory_mb, slot_envs=slot_envs).__enter__()
-        _SHARED_POOLS[key] = pool
-        atexit.register(pool.close)
-    return _SHARED_POOLS[key]
+    """The execute checks' pool kept for the life of this process (see `KeptPools`)."""
+    return _KEPT_POOLS.get((workers, float(timeout_s), memory_mb, repr(slot_envs)),
+                           lambda: SandboxPool(workers, timeout_s, memory_mb, slot_envs=slot_envs))
 
 
 def _out_of_memory(result) -> bool:

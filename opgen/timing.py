@@ -8,7 +8,6 @@ All workers share one inductor/FX-graph cache folder.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import math
 import os
@@ -17,6 +16,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from filters.sandbox import KeptPools, SandboxPool
 from opgen.timing_worker import TIMING_COLUMNS, empty_result, summarize
 
 __all__ = ["time_records", "visible_gpus", "timing_summary", "summarize", "TIMING_COLUMNS"]
@@ -46,32 +46,21 @@ def gpu_lock_path(gpu_id: str) -> str:
     return str(Path(tempfile.gettempdir()) / f"opgen-gpu-{gpu_id}.lock")
 
 
-_SHARED_POOLS: dict[tuple, object] = {}
+_SHARED_POOLS = KeptPools()
 
 
 def _pool(workers: int, timeout_s: float, memory_mb: int | None, env: dict[str, str], reuse: bool):
-    """A sandbox pool for one GPU: a fresh one, or (reuse) one kept for the life of this process, so the
-    build's consecutive shards skip worker start-up (torch import, CUDA context, first compile's setup)."""
-    from filters.sandbox import SandboxPool
+    """A sandbox pool for one GPU: a fresh one, or (reuse) one kept for the life of this process."""
+    def make() -> SandboxPool:
+        return SandboxPool(workers=workers, timeout_s=timeout_s, memory_mb=memory_mb, env=env)
 
     if not reuse:
-        return SandboxPool(workers=workers, timeout_s=timeout_s, memory_mb=memory_mb, env=env)
-    key = _pool_key(workers, timeout_s, memory_mb, env)
-    if key not in _SHARED_POOLS:
-        pool = SandboxPool(workers=workers, timeout_s=timeout_s, memory_mb=memory_mb, env=env).__enter__()
-        _SHARED_POOLS[key] = pool
-        atexit.register(pool.close)
-    return contextlib.nullcontext(_SHARED_POOLS[key])
+        return make()
+    return contextlib.nullcontext(_SHARED_POOLS.get(_pool_key(workers, timeout_s, memory_mb, env), make))
 
 
 def _pool_key(workers: int, timeout_s: float, memory_mb: int | None, env: dict[str, str]) -> tuple:
     return workers, float(timeout_s), memory_mb, tuple(sorted(env.items()))
-
-
-def _close_pools_except(keys: set[tuple]) -> None:
-    """Stop kept pools this call will not use (a process given other GPUs, e.g. a reused Ray worker)."""
-    for key in [k for k in _SHARED_POOLS if k not in keys]:
-        _SHARED_POOLS.pop(key).close()
 
 
 def time_records(records: list[dict], *, device: str = "cuda", trials: int = 100, warmups: int = 10,
@@ -102,7 +91,8 @@ def time_records(records: list[dict], *, device: str = "cuda", trials: int = 100
         workers = workers_per_gpu or default_workers_per_gpu(len(gpus))
     gpu_envs = {gpu: {**env, "CUDA_VISIBLE_DEVICES": gpu} if device == "cuda" else env for gpu in shards}
     if reuse_pools:
-        _close_pools_except({_pool_key(workers, timeout_s, memory_mb, e) for e in gpu_envs.values()})
+        # a process given other GPUs (a reused Ray worker) stops the pools it kept for the old ones
+        _SHARED_POOLS.close_except({_pool_key(workers, timeout_s, memory_mb, e) for e in gpu_envs.values()})
     results: list[dict | None] = [None] * len(records)
     shard_errors: dict[str, str] = {}
 

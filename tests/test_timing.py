@@ -151,10 +151,10 @@ def test_reused_timing_pools_keep_their_workers_across_calls():
         assert [w.proc.pid for w in pool._pool] == pids and all(w.proc.poll() is None for w in pool._pool)
         assert first[0]["eager_ms"] > 0 and second[0]["eager_ms"] > 0
         workers = list(pool._pool)
-        timing._close_pools_except(set())  # what a process given other GPUs does with the pools it kept
+        timing._SHARED_POOLS.close_except(set())  # what a process given other GPUs does with the pools it kept
         assert not timing._SHARED_POOLS and all(w.proc.poll() is not None for w in workers)
     finally:
-        timing._close_pools_except(set())
+        timing._SHARED_POOLS.close_except(set())
 
 
 def _opgen(*args: str) -> subprocess.CompletedProcess:

@@ -40,10 +40,10 @@ def run(args) -> int:
     if args.workers_per_gpu is not None and args.workers_per_gpu < 1:
         raise UsageError("--workers-per-gpu must be >= 1")
     records = read_inputs(args.input)[: args.limit]
-    if args.device == "cuda" and not visible_gpus():
-        raise UsageError("--device cuda: no CUDA device is visible here (use --device cpu)")
     if args.device == "cuda":
         gpus = len(visible_gpus())
+        if not gpus:
+            raise UsageError("--device cuda: no CUDA device is visible here (use --device cpu)")
         # large chunks: each one ends with a short tail in which a GPU waits for the last compiles
         chunk_default = 16 * gpus * (args.workers_per_gpu or default_workers_per_gpu(gpus))
     else:
