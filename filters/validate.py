@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import os
 
-from filters.base import Verdict
-from filters.chain import STATIC_FILTERS, Funnel, static_verdicts
-from filters.execute_worker import STAGE_NAMES
-from filters.sandbox import KeptPools, SandboxPool, SandboxResult
+from filters.base import Funnel, Verdict
+from filters.execute import STAGE_NAMES
+from filters.static import STATIC_FILTERS, static_verdicts
+from opgen.sandbox.gpus import gpu_slot_envs
+from opgen.sandbox.pool import KeptPools, SandboxPool, SandboxResult, out_of_memory
 
-CHECK_FUNCTION = "filters.execute_worker:check_task"
+CHECK_FUNCTION = "filters.execute.worker:check_task"
 SANDBOX_STAGE = "sandbox"
+VALIDATION_STAGES = (*(f.name for f in STATIC_FILTERS), SANDBOX_STAGE, *STAGE_NAMES)
 
 
 def _payload(record: dict, device: str, threads: int, runtime_window_ms, seed: int, draws: int) -> dict:
@@ -18,39 +20,23 @@ def _payload(record: dict, device: str, threads: int, runtime_window_ms, seed: i
             "draws": draws, "runtime_window_ms": list(runtime_window_ms) if runtime_window_ms else None}
 
 
-def _verdict(result: SandboxResult, funnel: Funnel | None) -> Verdict:
+def _verdict(result: SandboxResult) -> Verdict:
+    """The verdict of one sandbox result; its stages are the sandbox, then the checks the worker ran."""
     if result.status in ("crash", "timeout"):
-        if funnel is not None:
-            funnel.record(SANDBOX_STAGE, False, result.status)
-        return Verdict.reject(result.status, result.detail)
+        verdict = Verdict.reject(result.status, result.detail)
+        verdict.stages = [(SANDBOX_STAGE, 0.0)]
+        return verdict
     if result.status != "ok":  # check_task itself failed: report it on the record rather than lose the record
-        if funnel is not None:
-            funnel.record(SANDBOX_STAGE, False, "exec_error")
-        return Verdict.reject("exec_error", f"checker failed: {result.detail}")
+        verdict = Verdict.reject("exec_error", f"checker failed: {result.detail}")
+        verdict.stages = [(SANDBOX_STAGE, 0.0)]
+        return verdict
     value = result.value
-    stages = value.get("stages", [])
-    if funnel is not None:
-        funnel.record(SANDBOX_STAGE, True)
-        for position, (name, seconds) in enumerate(stages):
-            last = position == len(stages) - 1
-            keep = not last or value["reason"] is None
-            funnel.record(name, keep, None if keep else value["reason"], seconds)
-    if value["reason"] is None:
-        return Verdict.ok(**value["metrics"])
-    return Verdict.reject(value["reason"], value.get("detail"), **value["metrics"])
+    stages = [(SANDBOX_STAGE, 0.0), *((name, seconds) for name, seconds in value.get("stages", []))]
+    keep = value["reason"] is None
+    return Verdict(keep, value["reason"], value["metrics"], None if keep else value.get("detail"), stages)
 
 
 _KEPT_POOLS = KeptPools()
-
-
-def gpu_slot_envs(device: str) -> list[dict[str, str]] | None:
-    """On a machine with several visible GPUs, one CUDA_VISIBLE_DEVICES per worker slot, round-robin."""
-    if device != "cuda":
-        return None
-    from opgen.timing import visible_gpus
-
-    gpus = visible_gpus()
-    return [{"CUDA_VISIBLE_DEVICES": gpu} for gpu in gpus] if len(gpus) > 1 else None
 
 
 def shared_pool(workers: int, timeout_s: float, memory_mb: int | None,
@@ -58,16 +44,6 @@ def shared_pool(workers: int, timeout_s: float, memory_mb: int | None,
     """The execute checks' pool kept for the life of this process (see `KeptPools`)."""
     return _KEPT_POOLS.get((workers, float(timeout_s), memory_mb, repr(slot_envs)),
                            lambda: SandboxPool(workers, timeout_s, memory_mb, slot_envs=slot_envs))
-
-
-def _out_of_memory(result) -> bool:
-    """A verdict caused by memory pressure: CUDA out of memory (OutOfMemoryError, or AcceleratorError "CUDA
-    error: out of memory" when a library allocates), or the worker's resident-memory limit."""
-    if result.status == "crash":
-        return "memory limit" in (result.detail or "")
-    if result.status == "ok" and isinstance(result.value, dict):
-        return "out of memory" in (result.value.get("detail") or "").lower()
-    return False
 
 
 def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int = 2, timeout_s: float = 120,
@@ -80,8 +56,6 @@ def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int =
     if not records:
         return []
     if funnel is not None:
-        if funnel.inputs == 0:
-            funnel.count_input(len(records))
         funnel.declare([SANDBOX_STAGE, *STAGE_NAMES])
     threads = max(1, (os.cpu_count() or 1) // workers)
     payloads = [_payload(r, device, threads, runtime_window_ms, seed, draws) for r in records]
@@ -92,14 +66,20 @@ def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int =
     else:
         with SandboxPool(workers, timeout_s, memory_mb, slot_envs=slot_envs) as pool:
             results = pool.run_many(CHECK_FUNCTION, payloads, progress=progress)
-    crowded = [i for i, result in enumerate(results) if _out_of_memory(result)]
+    crowded = [i for i, result in enumerate(results) if out_of_memory(result, "detail")]
     if crowded and workers > 1:
         # Workers share the GPU (and the host's memory): a task that ran out of memory beside others is
         # judged again alone, so its verdict is about the task, not about its neighbours.
         with SandboxPool(1, timeout_s, memory_mb) as pool:
             for index, result in zip(crowded, pool.run_many(CHECK_FUNCTION, [payloads[i] for i in crowded])):
                 results[index] = result
-    return [_verdict(result, funnel).line(record) for record, result in zip(records, results)]
+    lines = []
+    for record, result in zip(records, results):
+        verdict = _verdict(result)
+        if funnel is not None:
+            funnel.count(verdict)
+        lines.append(verdict.line(record))
+    return lines
 
 
 def validate_records(records: list[dict], *, device: str = "cpu", workers: int = 2, timeout_s: float = 120,
@@ -108,7 +88,7 @@ def validate_records(records: list[dict], *, device: str = "cpu", workers: int =
                      draws: int = 3, reuse_pool: bool = False) -> list[dict]:
     """Static chain, then the execute checks on the survivors; one verdict line per record, in input order."""
     funnel = funnel if funnel is not None else Funnel()
-    funnel.declare([f.name for f in STATIC_FILTERS])
+    funnel.declare(VALIDATION_STAGES)
     lines = static_verdicts(records, funnel)
     survivors = [i for i, line in enumerate(lines) if line["keep"]]
     executed = execute_verdicts([records[i] for i in survivors], device=device, workers=workers,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from filters.fingerprint import FINGERPRINT_ERRORS, FINGERPRINT_VERSION, SHINGLE_SIZE, fingerprint
+from kernels_ref.fingerprint import FINGERPRINT_ERRORS, FINGERPRINT_VERSION, SHINGLE_SIZE, fingerprint
 from kernels_ref.load import load_reference
 
 SIGNATURE_LEVELS = (1, 2, 3)

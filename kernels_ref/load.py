@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from opgen.errors import UsageError
-from opgen.records import iter_jsonl
+from opgen.jsonl import iter_jsonl
 
 HUB_ID = "ScalingIntelligence/KernelBench"
 HUB_SPLITS = ("level_1", "level_2", "level_3", "level_4")

@@ -1,14 +1,13 @@
-"""Reading task inputs (JSONL of records or a folder of .py files) and writing JSONL outputs."""
+"""Record types and the one column registry: every column a record can carry, its type, its stage and its meaning."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-from collections.abc import Iterable, Iterator
-from pathlib import Path
+from dataclasses import dataclass
+from typing import TypedDict
 
-from opgen.errors import UsageError
+import pyarrow as pa
 
 
 def task_id(code: str) -> str:
@@ -16,73 +15,109 @@ def task_id(code: str) -> str:
     return "ops-" + hashlib.sha256(code.encode("utf-8")).hexdigest()[:16]
 
 
-def read_inputs(path: str | os.PathLike) -> list[dict]:
-    """Records from a JSONL file (each with `code`) or a folder of `.py` task files.
+@dataclass(frozen=True)
+class Column:
+    """One column: its arrow type, the stage that fills it, whether it is published, and what it means."""
 
-    Every record gets `source` (the input record's `id`, else its line, or the file name) and `id`.
-    """
-    path = Path(path)
-    if not path.exists():
-        raise UsageError(f"input not found: {path}")
-    if path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.suffix == ".py" and p.is_file())
-        if not files:
-            raise UsageError(f"no .py task files in folder: {path}")
-        records = []
-        for file in files:
-            code = file.read_text(encoding="utf-8", errors="replace")
-            records.append({"source": file.name, "id": task_id(code), "code": code})
-        return records
-    return list(_read_jsonl_records(path))
+    name: str
+    type: pa.DataType
+    stage: str           # sample | dedup | execute | timing
+    doc: str
+    published: bool = True
 
 
-def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, object]]:
-    """(line number, parsed value) for every non-blank line; a malformed line is a UsageError naming it."""
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                yield number, json.loads(line)
-            except json.JSONDecodeError as error:
-                raise UsageError(f"{path}:{number}: malformed JSON line ({error.msg})") from None
+_F, _S, _I = pa.float64(), pa.string(), pa.int64()
+
+COLUMN_REGISTRY: tuple[Column, ...] = (
+    Column("code", _S, "sample", "the task source (KernelBench format: Model, get_inputs, get_init_inputs)"),
+    Column("ops", pa.list_(_S), "sample", "canonical operator names from the code's AST, in call order"),
+    Column("data_source", _S, "sample", "`torch#k` (k composed torch operators) or `transformers`"),
+    Column("id", _S, "sample", "`ops-` + first 16 hex digits of sha256(code)"),
+    Column("num_ops", _I, "sample", "len(ops)"),
+    Column("seed", _I, "sample", "the sampler seed"),
+    Column("graph", _S, "sample", "the sampled operator graph with its parameters (JSON, networkx node-link)"),
+    Column("input_shapes", pa.list_(pa.list_(_I)), "sample", "shapes of get_inputs() tensors"),
+    Column("output_shape", pa.list_(_I), "sample", "shape of the forward output"),
+    Column("flops", _I, "sample", "floating-point operations per forward call (counted with torch.utils.flop_counter)"),
+    Column("bytes_moved", _I, "sample", "bytes read and written per forward call"),
+    Column("kb_nearest", _S, "dedup", "closest KernelBench problem"),
+    Column("kb_similarity", _F, "dedup", "its normalised-token shingle similarity (candidates at or above "
+                                         "the card's contamination threshold, or with an equal operator sequence, are rejected)"),
+    Column("eager_ms", _F, "timing", "median CUDA-event time of one eager forward call"),
+    Column("compile_ms", _F, "timing", "the same under torch.compile (default mode)"),
+    Column("eager_ms_iqr", _F, "timing", "interquartile range of the eager samples"),
+    Column("compile_ms_iqr", _F, "timing", "interquartile range of the compiled samples"),
+    Column("eager_device_us", _F, "timing", "profiler device time per call (5 warm-ups, 10 iterations), eager"),
+    Column("compile_device_us", _F, "timing", "the same, compiled"),
+    Column("compile_speedup", _F, "timing", "eager_ms / compile_ms"),
+    Column("hardware", _S, "timing", "GPU the timings were taken on"),
+    Column("torch_version", _S, "timing", "torch version of the timings"),
+    Column("cuda_version", _S, "timing", "CUDA version of the timings"),
+    # timing columns kept in the run folder (timed.jsonl) but not published
+    *(Column(name, _F, "timing", "", published=False) for name in (
+        "eager_ms_mean", "eager_ms_std", "eager_ms_min", "eager_ms_count", "compile_ms_mean", "compile_ms_std",
+        "compile_ms_min", "compile_ms_count", "compile_s")),
+    Column("tf32", pa.bool_(), "timing", "", published=False),
+    Column("dtype", _S, "timing", "", published=False),
+    *(Column(name, _F, "timing", "", published=False) for name in (
+        "eager_tflops", "eager_gbps", "compile_tflops", "compile_gbps", "peak_tflops", "peak_gbps")),
+    *(Column(name, _S, "timing", "", published=False) for name in (
+        "triton_version", "compute_capability", "timing_device", "timing_method", "timing_status", "timing_error")),
+    *(Column(name, _F, "timing", "", published=False) for name in ("timing_wall_s", "lock_wait_s", "timed_s")),
+)
+
+DATASET_SCHEMA = pa.schema([(c.name, c.type) for c in COLUMN_REGISTRY if c.published])
+COLUMNS = tuple(DATASET_SCHEMA.names)
+TIMING_COLUMNS = tuple(c.name for c in COLUMN_REGISTRY if c.stage == "timing")
+COLUMN_DOCS = {c.name: c.doc for c in COLUMN_REGISTRY if c.published}
 
 
-def _read_jsonl_records(path: Path) -> Iterator[dict]:
-    for number, record in iter_jsonl(path):
-        if not isinstance(record, dict) or not isinstance(record.get("code"), str):
-            raise UsageError(f"{path}:{number}: record has no string field 'code'")
-        record.setdefault("id", task_id(record["code"]))
-        record.setdefault("source", record["id"])
-        yield record
+class Candidate(TypedDict, total=False):
+    """A sampled candidate, as the sampler writes it and every stage reads it (plus the dataset columns)."""
+
+    id: str
+    code: str
+    ops: list[str]
+    data_source: str
+    num_ops: int
+    seed: int
+    sample_index: int   # the key stages join on: unique within a build, unlike `id`
+    profile: str
+    graph: str
+    graph_ops: list[str]
+    input_shapes: list[list[int]]
+    output_shape: list[int] | list[list[int]]
+    flops: int | None
+    bytes_moved: int | None
+    kb_nearest: str | None
+    kb_similarity: float | None
 
 
-def read_jsonl(path: str | os.PathLike) -> list[dict]:
-    """All JSON objects of a JSONL file; a truncated last line (killed writer) is ignored."""
-    rows = []
-    with open(path, encoding="utf-8") as handle:
-        lines = handle.read().split("\n")
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            if number == len(lines):
-                break
-            raise UsageError(f"{path}:{number}: malformed JSON line") from None
-    return rows
+class VerdictLine(TypedDict, total=False):
+    """One verdict of SPEC.md §4: which record, kept or the reason, the stage that judged it, metrics, detail."""
+
+    source: str
+    id: str
+    sample_index: int
+    stage: str
+    keep: bool
+    reason: str | None
+    detail: str
 
 
-def write_jsonl(path: str | os.PathLike, rows: Iterable[dict]) -> int:
-    """Write rows atomically (temp file + rename); returns the number written."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    count = 0
-    with open(tmp, "w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps(row, sort_keys=False) + "\n")
-            count += 1
-    os.replace(tmp, path)
-    return count
+def dataset_row(record: dict) -> dict:
+    """The published columns of a record (missing ones null; `graph` as a JSON string; ints as ints)."""
+    row = {name: record.get(name) for name in COLUMNS}
+    if row["graph"] is not None and not isinstance(row["graph"], str):
+        row["graph"] = json.dumps(row["graph"], sort_keys=True)
+    for name in ("num_ops", "seed", "flops", "bytes_moved"):
+        if row[name] is not None:
+            row[name] = int(row[name])
+    if row["output_shape"] is not None and not isinstance(row["output_shape"], list):
+        row["output_shape"] = None
+    return row
+
+
+def dataset_table(records: list[dict]) -> pa.Table:
+    """An arrow table of the dataset rows with DATASET_SCHEMA."""
+    return pa.Table.from_pylist([dataset_row(r) for r in records], schema=DATASET_SCHEMA)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from filters.dedup import format_report, run_dedup  # noqa: E402
+from filters.dedup.near import format_report, run_dedup  # noqa: E402
 from kernels_ref import reference_index  # noqa: E402
 from opgen.records import task_id  # noqa: E402
 
@@ -24,8 +24,8 @@ DEFAULT_REFERENCE = str(Path(__file__).resolve().parents[2] / "shared" / "kernel
 def sampled_candidates(count: int, seed: int = 0) -> list[dict]:
     """Smoke-profile candidates: the sampler's graphs rendered (the code sample_records gives, without its
     FLOP analysis, which dedup does not read)."""
-    from opgen.render import render
-    from opgen.sampler import sample_graph
+    from opgen.sample.render import render
+    from opgen.sample.sampler import sample_graph
     from opgen.vocab import cached_vocabulary
 
     vocab = cached_vocabulary()

@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 import warnings
 
-from opgen.analyze import analyze_code
-from opgen.astops import ops_from_code
-from opgen.render import render
-from opgen.sampler import sample_graph
+from opgen.sample.analyze import analyze_code
+from opgen.sample.render import render
+from opgen.sample.sampler import sample_graph
+from opgen.taskcode.ops import ops_from_code
 from opgen.vocab import cached_vocabulary
 
 

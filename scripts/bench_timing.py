@@ -16,8 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from opgen.errors import UsageError  # noqa: E402
-from opgen.records import read_jsonl  # noqa: E402
-from opgen.timing import time_records, timing_summary  # noqa: E402
+from opgen.jsonl import read_jsonl  # noqa: E402
+from opgen.timing.driver import time_records, timing_summary  # noqa: E402
 
 KB_TIMING = ROOT.parent / "shared" / "kernelbench" / "timing"
 

@@ -24,7 +24,7 @@ KERNELBENCH = Path("/work/shared/kernelbench/problems.jsonl")
 
 RAW_LOOP = r"""
 import json, sys, time, torch
-from filters.task_runtime import build_model, draw_inputs, load_namespace, run_forward
+from opgen.sandbox.task import build_model, draw_inputs, load_namespace, run_forward
 records = [json.loads(line) for line in open(sys.argv[1])]
 warm = torch.compile(torch.nn.Linear(3, 3))
 warm(torch.randn(2, 3))  # pay the first-compile set-up before the clock starts
@@ -41,7 +41,7 @@ print(json.dumps({"seconds": time.perf_counter() - start}))
 
 
 def kernelbench_tasks(count: int) -> list[dict]:
-    from filters.shrink import shrink_sizes
+    from scripts.devtools.shrink import shrink_sizes
 
     rows = [json.loads(line) for line in KERNELBENCH.read_text().splitlines() if line.strip()]
     rows = [r for r in rows if r["level"] <= 2 and "Dropout" not in r["name"]]

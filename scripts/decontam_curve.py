@@ -14,11 +14,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from filters.decontam import CONTAMINATION_THRESHOLD  # noqa: E402
-from filters.dedup import fingerprint_codes  # noqa: E402
-from filters.fingerprint import SHINGLE_SIZE  # noqa: E402
+from filters.dedup.decontam import CONTAMINATION_THRESHOLD  # noqa: E402
+from filters.dedup.near import fingerprint_codes  # noqa: E402
 from kernels_ref import build_index, load_reference  # noqa: E402
-from kernels_ref.disguise import DISGUISES, disguise  # noqa: E402
+from kernels_ref.fingerprint import SHINGLE_SIZE  # noqa: E402
+from scripts.devtools.disguise import DISGUISES, disguise  # noqa: E402
 
 THRESHOLDS = (0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0)
 _EXTRA_OPS = ("torch.tanh", "torch.sigmoid", "torch.relu", "torch.abs")
@@ -48,7 +48,7 @@ def extended_copies(rows: list[dict], seed: int = 0) -> list[str]:
 
 def honest_tasks(count: int, seed: int) -> list[str]:
     """Sampler candidates (smoke profile): the honest set (a candidate the sampler fails to analyse is skipped)."""
-    from opgen.sampler import sample_records
+    from opgen.sample.sampler import sample_records
 
     codes = []
     for index in range(count):

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from opgen.pipeline.rundir import FAULT_ENV
-from opgen.pipeline.schema import COLUMNS, TIMING_COLUMNS
+from opgen.records import COLUMNS, TIMING_COLUMNS
 from tests.conftest import KERNELBENCH, REPO, run_cli
 
 # Small enough for CI (5 candidates, 3 shards of 2, one round), large enough to have several markers.

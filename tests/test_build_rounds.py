@@ -8,8 +8,8 @@ from collections import Counter
 import pytest
 
 from opgen.pipeline import rounds
-from opgen.pipeline.schema import COLUMNS, DATASET_SCHEMA, dataset_table
-from opgen.sampler import DEFAULT_MIX
+from opgen.records import COLUMNS, DATASET_SCHEMA, dataset_table
+from opgen.sample.sampler import DEFAULT_MIX
 
 
 def test_quotas_follow_the_mix_by_largest_remainder():

@@ -7,10 +7,10 @@ import random
 
 import pytest
 
-from filters.dedup import dedup_verdicts
-from filters.fingerprint import canonical_op, fingerprint, op_signature
+from filters.dedup.near import dedup_verdicts
 from kernels_ref import load_reference, reference_index
-from kernels_ref.disguise import DISGUISES, disguise
+from kernels_ref.fingerprint import canonical_op, fingerprint, op_signature
+from scripts.devtools.disguise import DISGUISES, disguise
 from tests.test_kernels_ref import KB_JSONL, SIGMOID, needs_kb, sampled
 
 pytestmark = needs_kb

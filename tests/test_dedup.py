@@ -7,11 +7,11 @@ import random
 
 import pytest
 
-from filters.dedup import dedup_verdicts, near_duplicate_pairs
-from filters.fingerprint import fingerprint
+from filters.dedup.near import dedup_verdicts, near_duplicate_pairs
 from kernels_ref import reference_index
-from kernels_ref.disguise import disguise
+from kernels_ref.fingerprint import fingerprint
 from opgen.records import task_id
+from scripts.devtools.disguise import disguise
 from tests.conftest import run_cli
 from tests.test_kernels_ref import KB_JSONL, needs_kb, sampled
 

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from filters.chain import Funnel, static_verdicts
-from filters.shrink import shrink_sizes
-from filters.source_ast import parse
-from filters.stochastic import stochastic_reason
-from filters.unsafe import unsafe_reason
+from filters.static import Funnel, static_verdicts
+from filters.static.stochastic import stochastic_reason
+from filters.static.unsafe import unsafe_reason
+from opgen.taskcode.syntax import parse
+from scripts.devtools.shrink import shrink_sizes
 
 GOOD = '''import torch
 import torch.nn as nn

@@ -61,7 +61,7 @@ def get_init_inputs():
 
 def sampled(seed: int, count: int) -> list[dict]:
     """Sampler candidates (smoke profile), skipping any index the sampler itself fails on."""
-    from opgen.sampler import sample_records
+    from opgen.sample.sampler import sample_records
 
     records = []
     for index in range(count):

@@ -12,14 +12,14 @@ import pyarrow.parquet as pq
 import pytest
 from huggingface_hub import DatasetCard
 
-from filters.funnel import Funnel
-from opgen.card import write_plots
+from filters.base import Funnel, Verdict
 from opgen.cli import main
 from opgen.pipeline.build import BuildConfig
 from opgen.pipeline.rundir import write_json
-from opgen.pipeline.schema import COLUMNS, dataset_table
-from opgen.publish import publish
-from opgen.sampler import DEFAULT_MIX, sample_records
+from opgen.publish.folder import publish
+from opgen.publish.plots import write_plots
+from opgen.records import COLUMNS, dataset_table
+from opgen.sample.sampler import DEFAULT_MIX, sample_records
 from tests.test_build import reference_build
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -36,7 +36,7 @@ def sampled_run(tmp_path_factory):
     funnel = Funnel()
     funnel.count_input(6)
     for keep, reason in [(True, None)] * 5 + [(False, "compile_error")]:
-        funnel.record("compile", keep, reason)
+        funnel.count(Verdict(keep, reason, stages=[("compile", 0.0)]))
     write_json(run / "config.json", BuildConfig(n=5, seed=0, reference="kb.jsonl").identity("abc"))
     write_json(run / "stats.json", {
         "tasks": 5, "candidates": 6, "survivors": 5, "surplus": 0, "rejected": {"compile_error": 1},

@@ -8,9 +8,9 @@ from collections import Counter
 
 import pytest
 
-from opgen.astops import ops_from_code
-from opgen.render import op_nodes
-from opgen.sampler import DEFAULT_MIX, graph_from_json, sample_graph, sample_records
+from opgen.sample.render import op_nodes
+from opgen.sample.sampler import DEFAULT_MIX, graph_from_json, sample_graph, sample_records
+from opgen.taskcode.ops import ops_from_code
 from opgen.vocab import cached_vocabulary
 from tests.conftest import run_cli
 
@@ -80,7 +80,7 @@ def test_candidate_depends_only_on_seed_and_index():
 
 
 def test_graph_round_trips_through_json():
-    from opgen.render import render
+    from opgen.sample.render import render
 
     vocab = cached_vocabulary()
     record = sample_records(5, 0, 1)[0]

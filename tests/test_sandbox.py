@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from filters.sandbox import SandboxPool, SandboxResult
+from opgen.sandbox.pool import SandboxPool, SandboxResult
 
 # "tests.test_sandbox_helpers" when tests/ is a package, else the bare module name; workers inherit sys.path.
 HELPERS = __name__.rpartition(".")[0] + ".test_sandbox_helpers" if "." in __name__ else "test_sandbox_helpers"
@@ -58,7 +58,7 @@ def test_worker_frees_what_a_task_left_behind_before_the_next():
 
 
 def test_garbage_among_frozen_survivors_is_collected_by_the_periodic_full_collection():
-    from filters.sandbox_worker import FULL_COLLECTION_EVERY
+    from opgen.sandbox.worker import FULL_COLLECTION_EVERY
 
     with _pool(workers=1, timeout_s=60.0) as pool:
         pool.run_many(_fn("hold_cycle"), [{}])

@@ -13,8 +13,10 @@ import numpy as np
 import pytest
 import torch
 
-from filters.runtime_window import RuntimeWindow
-from opgen.timing import TIMING_COLUMNS, summarize, time_records, timing_summary
+from filters.window import RuntimeWindow
+from opgen.records import TIMING_COLUMNS
+from opgen.timing.driver import time_records, timing_summary
+from opgen.timing.measure import summarize
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC_TIMING_COLUMNS = ("eager_ms", "compile_ms", "eager_ms_iqr", "compile_ms_iqr", "eager_device_us",
@@ -137,7 +139,7 @@ def test_time_records_on_cpu_fills_columns_and_keeps_failures():
 
 
 def test_reused_timing_pools_keep_their_workers_across_calls():
-    from opgen import timing
+    from opgen.timing import driver as timing
 
     records = [{"id": "linear", "code": LINEAR_TASK}]
     try:

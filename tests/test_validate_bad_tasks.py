@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from filters.chain import Funnel
-from filters.shrink import shrink_sizes
+from filters.static import Funnel
 from filters.validate import validate_records
-from opgen.records import read_inputs
+from opgen.jsonl import read_inputs
+from scripts.devtools.shrink import shrink_sizes
 
 BAD_TASKS = Path(__file__).parent / "bad_tasks"
 # A CPU window wide enough for the shrunk KernelBench tasks, too narrow for the slow bad tasks.

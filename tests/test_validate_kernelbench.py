@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from filters.chain import Funnel
-from filters.shrink import shrink_sizes
+from filters.static import Funnel
 from filters.validate import validate_records
+from scripts.devtools.shrink import shrink_sizes
 
 CHECK_TOLERANCE = 1e-2
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from filters import validate
-from filters.sandbox import SandboxResult
+from opgen.sandbox.pool import SandboxResult, out_of_memory
 
 BAD = Path(__file__).parent / "bad_tasks"
 
@@ -17,8 +17,8 @@ def test_out_of_memory_is_recognised():
     segfault = SandboxResult("crash", None, "worker died (signal 11)")
     # what a library allocation (cuBLAS workspace, a CUDA context) raises instead of OutOfMemoryError
     accelerator = SandboxResult("ok", {"reason": "exec_error", "detail": "AcceleratorError: CUDA error: out of memory"}, "")
-    assert validate._out_of_memory(oom) and validate._out_of_memory(limit) and validate._out_of_memory(accelerator)
-    assert not validate._out_of_memory(other) and not validate._out_of_memory(segfault)
+    assert all(out_of_memory(r, "detail") for r in (oom, limit, accelerator))
+    assert not out_of_memory(other, "detail") and not out_of_memory(segfault, "detail")
 
 
 def test_memory_hog_is_rejudged_alone_and_still_crashes(monkeypatch):
@@ -40,12 +40,10 @@ def test_memory_hog_is_rejudged_alone_and_still_crashes(monkeypatch):
 
 
 def test_timing_recognises_out_of_memory_results():
-    from opgen import timing
-
     oom = SandboxResult("ok", {"timing_status": "error",
                                "timing_error": "eager: AcceleratorError: CUDA error: out of memory"}, "")
     fine = SandboxResult("ok", {"timing_status": "ok", "timing_error": None}, "")
     broken = SandboxResult("ok", {"timing_status": "error", "timing_error": "eager: RuntimeError: shape"}, "")
     crashed = SandboxResult("crash", None, "worker exited with status 70")
-    assert timing._out_of_memory(oom)
-    assert not any(timing._out_of_memory(r) for r in (fine, broken, crashed))
+    assert out_of_memory(oom, "timing_error")
+    assert not any(out_of_memory(r, "timing_error") for r in (fine, broken, crashed))

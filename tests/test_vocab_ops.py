@@ -6,12 +6,12 @@ from collections import Counter
 
 import pytest
 
-from opgen.analyze import analyze_code
-from opgen.render import op_nodes, render
-from opgen.sampler import rescale_batch, sample_graph, sample_records
+from opgen.sample.analyze import analyze_code
+from opgen.sample.render import op_nodes, render
+from opgen.sample.sampler import rescale_batch, sample_graph, sample_records
 from opgen.vocab import cached_vocabulary
-from opgen.vocab.probe import run_in_subprocess, single_op_record
 from opgen.vocab.spec import CATEGORIES
+from scripts.devtools.vocab_probe import run_in_subprocess, single_op_record
 
 REQUIRED = [
     "nn.Conv1d", "nn.Conv2d", "nn.Conv3d", "nn.ConvTranspose1d", "nn.ConvTranspose2d", "nn.ConvTranspose3d",

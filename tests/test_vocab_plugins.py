@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from opgen.render import op_nodes
-from opgen.sampler import record_from_graph, sample_graph
+from opgen.sample.render import op_nodes
+from opgen.sample.sampler import record_from_graph, sample_graph
 from opgen.vocab import ENTRY_POINT_GROUP, VocabError, load_vocabulary
 from opgen.vocab.spec import OpSpec
 from tests.conftest import REPO, run_cli

@@ -13,14 +13,14 @@ import sys
 import networkx as nx
 import pytest
 
-from opgen.astops import ops_from_code
-from opgen.render import render
+from opgen.sample.render import render
+from opgen.taskcode.ops import ops_from_code
 from opgen.vocab import Vocabulary, load_vocabulary
 from opgen.vocab.builders import sequence_input
 from opgen.vocab.hf_ops import SPECS
-from opgen.vocab.hf_probe import probe_code
 from opgen.vocab.profiles import GPU, SMOKE
 from opgen.vocab.spec import OpSpec, VocabError, check_draw
+from scripts.devtools.hf_probe import probe_code
 from tests.conftest import REPO
 
 NAMES = [spec.name for spec in SPECS]
@@ -114,7 +114,7 @@ def test_helpers_render_before_the_module_and_unknown_fields_are_caught():
 @pytest.fixture(scope="module")
 def probe_reports() -> dict[str, dict]:
     """Every transformers class sampled, analysed on meta, and run in eager, all in one subprocess."""
-    result = subprocess.run([sys.executable, "-m", "opgen.vocab.hf_probe", "--seed", "0"], cwd=REPO,
+    result = subprocess.run([sys.executable, "-m", "scripts.devtools.hf_probe", "--seed", "0"], cwd=REPO,
                             capture_output=True, text=True, timeout=600,
                             env={**os.environ, "PYTHONWARNINGS": "ignore"})
     assert result.returncode == 0, result.stderr[-3000:]
@@ -139,7 +139,7 @@ def test_class_runs_in_eager_and_matches_its_record(probe_reports, name):
 
 
 def test_probe_rejects_an_unknown_class():
-    result = subprocess.run([sys.executable, "-m", "opgen.vocab.hf_probe", "transformers.NoSuchBlock"], cwd=REPO,
+    result = subprocess.run([sys.executable, "-m", "scripts.devtools.hf_probe", "transformers.NoSuchBlock"], cwd=REPO,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
     assert "transformers.NoSuchBlock" in result.stderr

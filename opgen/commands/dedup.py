@@ -5,12 +5,12 @@ from __future__ import annotations
 import sys
 
 from opgen.errors import UsageError
-from opgen.records import read_inputs, write_jsonl
+from opgen.jsonl import read_inputs, write_jsonl
 
 
 def register(sub) -> None:
-    from filters.decontam import CONTAMINATION_THRESHOLD
-    from filters.dedup import DUPLICATE_THRESHOLD, NUM_PERM, SHINGLE_SIZE
+    from filters.dedup.decontam import CONTAMINATION_THRESHOLD
+    from filters.dedup.near import DUPLICATE_THRESHOLD, NUM_PERM, SHINGLE_SIZE
     from kernels_ref import DEFAULT_REFERENCE
 
     parser = sub.add_parser("dedup", help="dedup and decontaminate against KernelBench; one verdict per input")
@@ -35,7 +35,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from filters.dedup import format_report, run_dedup
+    from filters.dedup.near import format_report, run_dedup
 
     for name in ("threshold", "duplicate_threshold"):
         if not 0 < getattr(args, name) <= 1:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from opgen.publish import publish
+from opgen.publish.folder import publish
 
 
 def register(sub) -> None:

@@ -30,7 +30,7 @@ def register(sub) -> None:
 
 
 def _sample_chunk(job: tuple[int, int, int, str, tuple[str, ...]]) -> list[str]:
-    from opgen.sampler import sample_records
+    from opgen.sample.sampler import sample_records
     from opgen.vocab import cached_vocabulary
 
     seed, start, count, profile, plugins = job

@@ -8,7 +8,7 @@ import time
 
 from opgen.checkpoint import ChunkLog, inputs_identity, run_in_chunks
 from opgen.errors import UsageError
-from opgen.records import read_inputs, write_jsonl
+from opgen.jsonl import read_inputs, write_jsonl
 
 
 def register(sub) -> None:
@@ -33,7 +33,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from opgen.timing import default_workers_per_gpu, time_records, timing_summary, visible_gpus
+    from opgen.timing.driver import default_workers_per_gpu, time_records, timing_summary, visible_gpus
 
     if args.trials < 1 or args.warmups < 0 or args.timeout <= 0:
         raise UsageError("--trials must be >= 1, --warmups >= 0 and --timeout > 0")

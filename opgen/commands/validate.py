@@ -7,7 +7,7 @@ import sys
 
 from opgen.checkpoint import ChunkLog, inputs_identity, run_in_chunks
 from opgen.errors import UsageError
-from opgen.records import read_inputs, write_jsonl
+from opgen.jsonl import read_inputs, write_jsonl
 
 
 def register(sub) -> None:
@@ -42,8 +42,8 @@ def parse_window(text: str | None) -> tuple[float, float] | None:
 
 
 def run(args) -> int:
-    from filters.chain import STATIC_FILTERS, Funnel
-    from filters.execute_worker import STAGE_NAMES
+    from filters.execute.worker import STAGE_NAMES
+    from filters.static import STATIC_FILTERS, Funnel
     from filters.validate import SANDBOX_STAGE, validate_records
 
     if args.workers < 1:

@@ -20,16 +20,18 @@ from urllib.parse import urlparse
 
 import pyarrow.parquet as pq
 
-from filters.dedup import dedup_verdicts
-from filters.funnel import Funnel
+from filters.base import Funnel
+from filters.dedup.decontam import CONTAMINATION_THRESHOLD
+from filters.dedup.near import DEDUP_STAGE, dedup_verdicts
 from opgen.errors import UsageError
+from opgen.jsonl import write_jsonl
 from opgen.pipeline import rounds
 from opgen.pipeline.executors import LocalExecutor, RayExecutor
+from opgen.pipeline.report import funnel_and_rejects, kept_by_key
 from opgen.pipeline.rundir import RunDir, write_json
-from opgen.pipeline.schema import COLUMNS, dataset_table
 from opgen.pipeline.stages import EXECUTE, SAMPLE, TIMING
-from opgen.records import write_jsonl
-from opgen.sampler import DEFAULT_MIX
+from opgen.records import COLUMNS, dataset_table
+from opgen.sample.sampler import DEFAULT_MIX
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 OFFLINE_REFERENCE = REPO_ROOT.parent / "shared" / "kernelbench" / "problems.jsonl"
@@ -115,17 +117,6 @@ def load_reference_index(reference: str | None):
             log.warning("KernelBench %s unreachable; using the offline copy %s", source, OFFLINE_REFERENCE)
             return reference_index(str(OFFLINE_REFERENCE))
         raise
-
-
-def stage_order(device: str) -> list[str]:
-    """Funnel stages in pipeline order, so the merged table reads top to bottom."""
-    from filters.chain import STATIC_FILTERS
-    from filters.execute_worker import STAGE_NAMES
-    from filters.runtime_window import RuntimeWindow
-    from filters.validate import SANDBOX_STAGE
-
-    order = [f.name for f in STATIC_FILTERS] + ["dedup", SANDBOX_STAGE, *STAGE_NAMES]
-    return order + [RuntimeWindow.name] if device == "cuda" else order
 
 
 class Build:
@@ -241,7 +232,7 @@ class Build:
     def _static_kept(self, shard: int) -> list[dict]:
         folder = self.rundir.shard_dir(shard)
         verdicts = self.rundir.rows(folder, "static")
-        return [c for c, v in zip(self.rundir.rows(folder, "candidates"), verdicts) if v["keep"]]
+        return kept_by_key(self.rundir.rows(folder, "candidates"), verdicts)
 
     def _dedup(self, round_index: int, shards: list[int], earlier: list[dict]) -> None:
         folder = self.rundir.round_dir(round_index)
@@ -249,19 +240,15 @@ class Build:
             return
         started = time.perf_counter()
         records = [c for shard in shards for c in self._static_kept(shard)]
-        verdicts = dedup_verdicts(records, reference=self.index, existing=earlier)
         funnel = Funnel()
-        for verdict in verdicts:
-            funnel.record("dedup", verdict["keep"], verdict["reason"])
-        funnel.add_seconds("dedup", time.perf_counter() - started)
+        verdicts = dedup_verdicts(records, reference=self.index, existing=earlier, funnel=funnel)
+        funnel.add_seconds(DEDUP_STAGE, time.perf_counter() - started)
         self.rundir.write_rows(folder, "dedup", verdicts)
         self.rundir.mark(folder, "dedup", {"funnel": funnel.to_dict()})
 
     def _dedup_lines(self, round_index: int, shards: list[int]) -> dict[int, dict]:
         """Dedup verdict per sample index (ids repeat for identical codes; sample indices never do)."""
-        records = [c for shard in shards for c in self._static_kept(shard)]
-        verdicts = self.rundir.rows(self.rundir.round_dir(round_index), "dedup")
-        return {r["sample_index"]: v for r, v in zip(records, verdicts)}
+        return {v["sample_index"]: v for v in self.rundir.rows(self.rundir.round_dir(round_index), "dedup")}
 
     def _executable(self, round_index: int, shard: int) -> list[dict]:
         """A shard's candidates that passed the static chain and dedup, with their KernelBench neighbour."""
@@ -285,7 +272,8 @@ class Build:
                 self._on_execute(shard, {"verdicts": [], "funnel": Funnel().to_dict()})
                 continue
             jobs.append((shard, {"records": records, "device": config.device, "timeout_s": config.timeout_s,
-                                 "memory_mb": config.memory_mb, "workers": self.executor.job_workers(EXECUTE)}))
+                                 "memory_mb": config.memory_mb, "workers": self.executor.job_workers(EXECUTE),
+                                 "seed": config.seed, "window_ms": list(config.runtime_window_ms)}))
         self._stage(EXECUTE, round_index, jobs, self._on_execute, len(shards) - len(jobs))
 
     def _on_execute(self, shard: int, result: dict) -> None:
@@ -295,7 +283,7 @@ class Build:
 
     def _executed(self, round_index: int, shard: int) -> list[dict]:
         verdicts = self.rundir.rows(self.rundir.shard_dir(shard), "execute")
-        return [r for r, v in zip(self._executable(round_index, shard), verdicts) if v["keep"]]
+        return kept_by_key(self._executable(round_index, shard), verdicts)
 
     def _timing(self, round_index: int, shards: list[int]) -> None:
         config = self.config
@@ -307,7 +295,8 @@ class Build:
                 self._on_timing(shard, {"records": [], "verdicts": [], "funnel": Funnel().to_dict()})
                 continue
             jobs.append((shard, {"records": records, "trials": config.trials, "warmups": config.warmups,
-                                 "timeout_s": max(600.0, config.timeout_s), "window_ms": list(config.runtime_window_ms)}))
+                                 "timeout_s": max(600.0, config.timeout_s), "window_ms": list(config.runtime_window_ms),
+                                 "seed": config.seed}))
         self._stage(TIMING, round_index, jobs, self._on_timing, len(shards) - len(jobs))
 
     def _on_timing(self, shard: int, result: dict) -> None:
@@ -321,54 +310,15 @@ class Build:
         for shard in shards:
             if self.config.device == "cuda":
                 folder = self.rundir.shard_dir(shard)
-                verdicts = self.rundir.rows(folder, "timing")
-                survivors += [r for r, v in zip(self.rundir.rows(folder, "timed"), verdicts) if v["keep"]]
+                survivors += kept_by_key(self.rundir.rows(folder, "timed"), self.rundir.rows(folder, "timing"))
             else:
                 survivors += self._executed(round_index, shard)
         return survivors
 
     # outputs -------------------------------------------------------------------------------------------------
-    def _funnel_and_rejects(self, rounds_run: int) -> tuple[Funnel, list[dict]]:
-        """The merged funnel of every marker, and one line per rejected candidate with its stage and reason."""
-        funnel = Funnel()
-        funnel.declare(stage_order(self.config.device))
-        rejected = []
-        for round_index in range(rounds_run):
-            if self.rundir.done(self.rundir.round_dir(round_index), "round") is None:
-                break
-            funnel += Funnel.from_dict(self.rundir.done(self.rundir.round_dir(round_index), "dedup")["funnel"])
-            dedup = self._dedup_lines(round_index, self._round_shards(round_index))
-            for shard in self._round_shards(round_index):
-                folder = self.rundir.shard_dir(shard)
-                candidates = self.rundir.rows(folder, "candidates")
-                first_reject: dict[int, dict] = {}
-                staged = [("static", candidates)]
-                if self.rundir.done(folder, "execute") is not None:
-                    staged.append(("execute", self._executable(round_index, shard)))
-                if self.rundir.done(folder, "timing") is not None:
-                    staged.append(("timing", self._executed(round_index, shard)))
-                for stage, records in staged:
-                    funnel += Funnel.from_dict(self.rundir.done(folder, stage)["funnel"])
-                    for record, verdict in zip(records, self.rundir.rows(folder, stage)):
-                        if not verdict["keep"]:
-                            first_reject.setdefault(record["sample_index"], {**verdict, "stage": stage})
-                for index, verdict in dedup.items():
-                    if not verdict["keep"]:
-                        first_reject.setdefault(index, {**verdict, "stage": "dedup"})
-                for candidate in candidates:
-                    verdict = first_reject.get(candidate["sample_index"])
-                    if verdict is None:
-                        continue
-                    rejected.append({"id": candidate["id"], "sample_index": candidate["sample_index"],
-                                     "data_source": candidate["data_source"], "round": round_index, "shard": shard,
-                                     "stage": verdict["stage"], "reason": verdict["reason"],
-                                     "detail": verdict.get("detail"), "duplicate_of": verdict.get("duplicate_of"),
-                                     "kb_nearest": verdict.get("kb_nearest")})
-        return funnel, rejected
-
     def _finish(self, chosen: list[dict], surplus: list[dict], survivors: list[dict], drawn: Counter,
                 rounds_run: int, seconds: float) -> BuildResult:
-        funnel, rejected = self._funnel_and_rejects(rounds_run)
+        funnel, rejected = funnel_and_rejects(self.rundir, rounds_run, self.config.device)
         write_jsonl(self.rundir.rejected_path, rejected)
         table = dataset_table(chosen)
         tmp = self.rundir.tasks_path.with_name("tasks.parquet.tmp")
@@ -385,9 +335,10 @@ class Build:
                           for s, q in self.wanted.items()},
             "rejected": dict(sorted(Counter(r["reason"] for r in rejected).items())),
             "funnel": funnel.to_dict(), "seconds": round(seconds, 3),
+            "contamination_threshold": CONTAMINATION_THRESHOLD,
         }
         if self.config.device == "cuda":
-            from opgen.timing import timing_summary
+            from opgen.timing.driver import timing_summary
 
             stats["timing"] = timing_summary(chosen, *self.config.runtime_window_ms)
         write_json(self.rundir.stats_path, stats)

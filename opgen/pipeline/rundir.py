@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 
 from opgen.errors import UsageError
-from opgen.records import read_jsonl, write_jsonl
+from opgen.jsonl import read_jsonl, write_jsonl
 
 # Fault injection for the resume tests: the process os._exit()s right after writing this many markers.
 FAULT_ENV = "OPGEN_FAULT_AFTER_MARKERS"

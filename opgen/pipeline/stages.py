@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import time
 
-from filters.funnel import Funnel
+from filters.base import Funnel
 from opgen.pipeline.executors import Stage
+
+# On CUDA the execute stage measures eager time roughly (host clock, several workers sharing the GPU); it
+# rejects only what lies this many times outside the window, and the timing stage applies the window exactly.
+EXECUTE_WINDOW_SLACK = 2.0
 
 
 def sample_and_screen(payload: dict) -> dict:
     """Sample candidates `start .. start+count-1` (forced `source` if set) and run the static filter chain."""
-    from filters.chain import static_verdicts
-    from opgen.sampler import sample_records
+    from filters.static import static_verdicts
+    from opgen.sample.sampler import sample_records
     from opgen.vocab import cached_vocabulary
 
     plugins = tuple(payload.get("plugins") or ())
@@ -26,31 +30,34 @@ def sample_and_screen(payload: dict) -> dict:
 def execute_shard(payload: dict) -> dict:
     """Sandboxed execution filters (eager, compile, determinism, degenerate output) on a shard's records."""
     from filters.validate import execute_verdicts
+    from filters.window import Window
 
+    window = None
+    if payload["device"] == "cuda" and payload.get("window_ms"):
+        window = Window(*payload["window_ms"]).widened(EXECUTE_WINDOW_SLACK)
     funnel = Funnel()
     verdicts = execute_verdicts(payload["records"], device=payload["device"], workers=payload["workers"],
                                 timeout_s=payload["timeout_s"], memory_mb=payload["memory_mb"], funnel=funnel,
+                                seed=payload.get("seed", 0),
+                                runtime_window_ms=(window.lo_ms, window.hi_ms) if window else None,
                                 reuse_pool=True)
-    funnel.inputs = 0   # the candidates were counted once, by the static chain
     return {"verdicts": verdicts, "funnel": funnel.to_dict()}
 
 
 def time_shard(payload: dict) -> dict:
     """Time a shard's records on CUDA and apply the runtime window: timed records and one verdict each."""
-    from filters.runtime_window import RuntimeWindow
-    from opgen.timing import time_records
+    from filters.base import judge
+    from filters.window import RuntimeWindow
+    from opgen.timing.driver import time_records
 
     started = time.perf_counter()
     timed = time_records(payload["records"], device="cuda", trials=payload["trials"], warmups=payload["warmups"],
-                         timeout_s=payload["timeout_s"], progress=False, reuse_pools=True)
-    window = RuntimeWindow(*payload["window_ms"])
+                         timeout_s=payload["timeout_s"], progress=False, reuse_pools=True,
+                         seed=payload.get("seed", 0))
+    window = (RuntimeWindow(*payload["window_ms"]),)
     funnel = Funnel()
-    verdicts = []
-    for record in timed:
-        verdict = window.filter(record)
-        funnel.record(window.name, verdict.keep, verdict.reason)
-        verdicts.append(verdict.line(record))
-    funnel.add_seconds(window.name, time.perf_counter() - started)
+    verdicts = [judge(record, window, funnel).line(record) for record in timed]
+    funnel.add_seconds(RuntimeWindow.name, time.perf_counter() - started)
     return {"records": timed, "verdicts": verdicts, "funnel": funnel.to_dict()}
 
 

@@ -16,7 +16,7 @@ SMOKE = Sizes(
     max_numel=1 << 16,
 )
 
-# Base sizes for GPU tasks; `opgen.sampler` then scales the batch so the estimated eager time lands
+# Base sizes for GPU tasks; `opgen.sample.sampler` then scales the batch so the estimated eager time lands
 # inside the runtime window.
 GPU = Sizes(
     name="gpu",

@@ -1,0 +1,1 @@
+"""Batch filters over whole sets: near-duplicates within the set, contamination against KernelBench."""

@@ -1,0 +1,202 @@
+"""Dedup and decontamination of a candidate set: exact and MinHash-LSH near duplicates, KernelBench look-alikes."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+
+import networkx as nx
+from datasketch import MinHash, MinHashLSH
+
+from filters.base import Funnel, Verdict
+from filters.dedup.decontam import CONTAMINATION_THRESHOLD, check_contamination
+from kernels_ref import DEFAULT_REFERENCE, ReferenceIndex, reference_index
+from kernels_ref.fingerprint import FINGERPRINT_ERRORS, SHINGLE_SIZE, Fingerprint, fingerprint, jaccard
+
+DEDUP_STAGE = "dedup"
+DUPLICATE_THRESHOLD = 0.9   # whole-file shingle Jaccard at or above which two tasks are near duplicates
+NUM_PERM = 128
+MINHASH_SEED = 1
+_PARALLEL_FROM = 4000       # below this many distinct codes, worker start-up costs more than it saves
+
+
+@dataclass
+class DedupResult:
+    """Verdict lines in input order and the counts for the report."""
+
+    verdicts: list[dict]
+    summary: dict = field(default_factory=dict)
+
+
+def _fingerprint_or_none(args: tuple[str, int]) -> Fingerprint | None:
+    code, shingle_size = args
+    try:
+        return fingerprint(code, shingle_size)
+    except FINGERPRINT_ERRORS:
+        return None
+
+
+def fingerprint_codes(codes: list[str], shingle_size: int = SHINGLE_SIZE,
+                      workers: int | None = None) -> list[Fingerprint | None]:
+    """Fingerprint of each code (None where it does not parse); equal codes are fingerprinted once."""
+    unique = list(dict.fromkeys(codes))
+    workers = workers or min(2, os.cpu_count() or 1)
+    jobs = [(code, shingle_size) for code in unique]
+    if workers > 1 and len(unique) >= _PARALLEL_FROM and "fork" in multiprocessing.get_all_start_methods():
+        # fork: the workers inherit the imported modules (torch included) instead of importing them again.
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            prints = list(pool.map(_fingerprint_or_none, jobs, chunksize=max(64, len(jobs) // (workers * 8))))
+    else:
+        prints = [_fingerprint_or_none(job) for job in jobs]
+    by_code = dict(zip(unique, prints))
+    return [by_code[code] for code in codes]
+
+
+def near_duplicate_pairs(shingle_sets: list[frozenset[int]], threshold: float = DUPLICATE_THRESHOLD,
+                         num_perm: int = NUM_PERM, seed: int = MINHASH_SEED) -> list[tuple[int, int, float]]:
+    """Pairs (i, j, jaccard), i < j, with exact Jaccard >= threshold: MinHashLSH candidates, then confirmed."""
+    if len(shingle_sets) < 2:
+        return []
+    # Shingles are already 32-bit hashes, so the MinHash hash function is the identity.
+    minhashes = MinHash.bulk(([*s] for s in shingle_sets), num_perm=num_perm, seed=seed, hashfunc=int)
+    lsh = MinHashLSH(threshold=max(0.5, threshold - 0.05), num_perm=num_perm)
+    with lsh.insertion_session() as session:
+        for key, minhash in enumerate(minhashes):
+            session.insert(key, minhash, check_duplication=False)
+    pairs = []
+    for i, minhash in enumerate(minhashes):
+        for j in lsh.query(minhash):
+            if j > i:
+                similarity = jaccard(shingle_sets[i], shingle_sets[j])
+                if similarity >= threshold:
+                    pairs.append((i, j, similarity))
+    return sorted(pairs)
+
+
+def _resolve_index(reference: str | ReferenceIndex | None, cache_dir, shingle_size: int) -> ReferenceIndex:
+    if isinstance(reference, ReferenceIndex):
+        return reference
+    return reference_index(reference or DEFAULT_REFERENCE, cache_dir=cache_dir, shingle_size=shingle_size)
+
+
+def run_dedup(records: list[dict], *, reference: str | ReferenceIndex | None = DEFAULT_REFERENCE,
+              existing: list[dict] | None = None, threshold: float = CONTAMINATION_THRESHOLD,
+              duplicate_threshold: float = DUPLICATE_THRESHOLD, num_perm: int = NUM_PERM,
+              seed: int = MINHASH_SEED, shingle_size: int = SHINGLE_SIZE, cache_dir: str | None = None,
+              workers: int | None = None, funnel: Funnel | None = None) -> DedupResult:
+    """Verdicts for `records` (see dedup_verdicts) plus the summary counts; each verdict is counted into
+    `funnel` as stage DEDUP_STAGE."""
+    clock = [time.perf_counter()]
+    index = _resolve_index(reference, cache_dir, shingle_size)
+    existing = existing or []
+    clock.append(time.perf_counter())
+    prints = fingerprint_codes([r["code"] for r in records] + [r["code"] for r in existing], shingle_size, workers)
+    new_prints, old_prints = prints[:len(records)], prints[len(records):]
+
+    parsed = [i for i, p in enumerate(new_prints) if p is not None]
+    clock.append(time.perf_counter())
+    contamination = dict(zip(parsed, check_contamination([new_prints[i] for i in parsed], index, threshold)))
+    clock.append(time.perf_counter())
+    clean = [i for i in parsed if contamination[i].rule is None]
+
+    # Nodes: distinct exact keys of the clean new records and of the existing ones.
+    members: dict[str, list[tuple[str, int]]] = {}
+    for i in clean:
+        members.setdefault(new_prints[i].exact_key, []).append(("new", i))
+    for j, print_ in enumerate(old_prints):
+        if print_ is not None:
+            members.setdefault(print_.exact_key, []).append(("old", j))
+    keys = sorted(members)
+    first_print = {key: new_prints[m[1]] if m[0] == "new" else old_prints[m[1]]
+                   for key, (m, *_) in members.items()}
+    graph = nx.Graph()
+    graph.add_nodes_from(keys)
+    pairs = near_duplicate_pairs([first_print[k].file_shingles for k in keys], duplicate_threshold, num_perm, seed)
+    graph.add_edges_from((keys[i], keys[j]) for i, j, _ in pairs)
+
+    clock.append(time.perf_counter())
+    duplicate_of: dict[int, tuple[str, bool]] = {}   # new index -> (survivor id, exact copy?)
+    cluster_sizes: Counter = Counter()
+    for component in nx.connected_components(graph):
+        group = [(kind, i, key) for key in component for kind, i in members[key]]
+        new = [(i, key) for kind, i, key in group if kind == "new"]
+        if not new or len(group) == 1:
+            continue
+        old = [i for kind, i, _ in group if kind == "old"]
+        if old:
+            anchor = min(old, key=lambda j: str(existing[j].get("id")))
+            survivor_id, survivor_key = existing[anchor].get("id"), old_prints[anchor].exact_key
+        else:
+            survivor, survivor_key = min(new, key=lambda m: (str(records[m[0]].get("id")),
+                                                              str(records[m[0]].get("source")), m[0]))
+            survivor_id = records[survivor].get("id")
+            new = [m for m in new if m[0] != survivor]
+        cluster_sizes[len(group)] += 1
+        for i, key in new:
+            duplicate_of[i] = (survivor_id, key == survivor_key)
+
+    verdicts = []
+    for i, record in enumerate(records):
+        if new_prints[i] is None:
+            verdicts.append(_counted(Verdict.reject("parse_error", "does not tokenize or parse", kb_nearest=None,
+                                                    kb_similarity=None), funnel).line(record))
+            continue
+        metrics = contamination[i].metrics()
+        if contamination[i].rule:
+            detail = f"{contamination[i].rule}: " + (contamination[i].kb_signature_match or contamination[i].kb_nearest)
+            verdict = Verdict.reject("contaminated", detail, **metrics)
+        elif i in duplicate_of:
+            verdict = Verdict.reject("duplicate", None, duplicate_of=duplicate_of[i][0],
+                                     duplicate_kind="exact" if duplicate_of[i][1] else "near", **metrics)
+        else:
+            verdict = Verdict.ok(**metrics)
+        verdicts.append(_counted(verdict, funnel).line(record))
+
+    rules = Counter(contamination[i].rule for i in parsed if contamination[i].rule)
+    kinds = Counter("exact" if exact else "near" for _, exact in duplicate_of.values())
+    summary = {"records": len(records), "existing": len(existing), "kept": sum(v["keep"] for v in verdicts),
+               "parse_error": len(records) - len(parsed), "contaminated": dict(rules), "duplicate": dict(kinds),
+               "clusters": dict(sorted(cluster_sizes.items())), "near_pairs": len(pairs),
+               "reference": f"{len(index)} problems ({index.content_hash[:12]})", "threshold": threshold,
+               "duplicate_threshold": duplicate_threshold,
+               "seconds": {stage: round(b - a, 3) for stage, a, b in zip(
+                   ("reference", "fingerprint", "contamination", "near_duplicates"), clock, clock[1:])}}
+    return DedupResult(verdicts, summary)
+
+
+def _counted(verdict: Verdict, funnel: Funnel | None) -> Verdict:
+    verdict.stages = [(DEDUP_STAGE, 0.0)]
+    if funnel is not None:
+        funnel.count(verdict)
+    return verdict
+
+
+def dedup_verdicts(records: list[dict], *, reference: str | ReferenceIndex | None = DEFAULT_REFERENCE,
+                   existing: list[dict] | None = None, threshold: float = CONTAMINATION_THRESHOLD,
+                   **options) -> list[dict]:
+    """Verdict lines in input order: keep, reason (None, "duplicate", "contaminated", or "parse_error" for
+    code that does not tokenize), kb_nearest, kb_similarity, and for duplicates duplicate_of (the survivor's
+    id). Clusters of duplicates keep one survivor, the smallest id, whatever the input order; `existing`
+    records (accepted in earlier rounds) always survive. `options`: duplicate_threshold, num_perm, seed,
+    shingle_size, cache_dir, workers."""
+    return run_dedup(records, reference=reference, existing=existing, threshold=threshold, **options).verdicts
+
+
+def format_report(summary: dict) -> str:
+    """The short stderr report of `opgen dedup`."""
+    contaminated = summary["contaminated"]
+    duplicates = summary["duplicate"]
+    sizes = ", ".join(f"{count}x{size}" for size, count in summary["clusters"].items()) or "none"
+    return "\n".join([
+        f"dedup: {summary['records']} records, {summary['kept']} kept; reference {summary['reference']}",
+        f"  contaminated: {sum(contaminated.values())} (operator signature = a KernelBench L1-3 task: "
+        f"{contaminated.get('signature', 0)}; shingle Jaccard >= {summary['threshold']}: {contaminated.get('jaccard', 0)})",
+        f"  duplicate: {sum(duplicates.values())} (exact after normalisation: {duplicates.get('exact', 0)}, "
+        f"near, Jaccard >= {summary['duplicate_threshold']}: {duplicates.get('near', 0)})",
+        f"  duplicate clusters (count x size): {sizes}",
+        *([f"  parse_error: {summary['parse_error']}"] if summary["parse_error"] else []),
+    ])

@@ -1,0 +1,45 @@
+"""Execute filters `compile_error` and `compile_mismatch`: torch.compile runs and matches eager on every draw.
+
+Compiled and eager outputs are compared at atol = rtol = 1e-2 on each input draw, as the consuming
+environment compares a candidate with the reference.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from filters.base import Filter, Verdict
+from filters.execute.task_run import CHECK_ATOL, CHECK_RTOL, TaskRun
+from filters.execute.tensors import all_close, max_abs_diff
+from opgen.sandbox.task import run_forward
+
+
+class CompileCheck(Filter):
+    name = "compile"
+    error_reason = "compile_error"
+    reads = ("model", "inputs", "outputs")
+
+    def filter(self, run: TaskRun) -> Verdict:
+        torch._dynamo.reset()
+        metrics: dict = {}
+        try:
+            compiled = torch.compile(run.model)
+            start = time.perf_counter()
+            compiled_outputs = [run_forward(compiled, run.inputs[0])]
+            run.synchronize()
+            metrics["compile_s"] = round(time.perf_counter() - start, 3)
+            compiled_outputs += [run_forward(compiled, inputs) for inputs in run.inputs[1:]]
+        except Exception as error:  # noqa: BLE001 - any failure under compile is the verdict
+            return Verdict.reject("compile_error", f"{type(error).__name__}: {error}", **metrics)
+        worst = 0.0
+        for draw, (eager, compiled_out) in enumerate(zip(run.outputs, compiled_outputs)):
+            diff = max_abs_diff(eager, compiled_out)
+            if diff is None:
+                return Verdict.reject("compile_mismatch", f"draw {draw}: output shapes differ", **metrics)
+            worst = max(worst, diff)
+            if not all_close(eager, compiled_out, CHECK_ATOL, CHECK_RTOL):
+                return Verdict.reject("compile_mismatch", f"draw {draw}: max abs diff {diff:.4g} beyond "
+                                                          f"atol=rtol={CHECK_ATOL}", **metrics, max_abs_diff=diff)
+        return Verdict.ok(**metrics, max_abs_diff=worst)

@@ -1,0 +1,36 @@
+"""Execute filter `nondeterministic`: the same weights on the same inputs give the same output, twice.
+
+On the CPU the two runs must be bit-identical; on CUDA within CUDA_REPEAT_ATOL/RTOL. A second model built
+with the same seed must agree too (the environment builds the reference and the candidate separately).
+"""
+
+from __future__ import annotations
+
+from filters.base import Filter, Verdict
+from filters.execute.task_run import CUDA_REPEAT_ATOL, CUDA_REPEAT_RTOL, TaskRun
+from filters.execute.tensors import all_close, bit_equal, max_abs_diff
+from opgen.sandbox.task import build_model, run_forward
+
+
+def _same(run: TaskRun, a, b) -> bool:
+    if run.device.startswith("cuda"):
+        return all_close(a, b, CUDA_REPEAT_ATOL, CUDA_REPEAT_RTOL)
+    return bit_equal(a, b)
+
+
+class DeterminismCheck(Filter):
+    name = "determinism"
+    reads = ("namespace", "model", "inputs", "outputs")
+
+    def filter(self, run: TaskRun) -> Verdict:
+        inputs, first = run.inputs[0], run.outputs[0]
+        again = run_forward(run.model, inputs)
+        if not _same(run, first, again):
+            return Verdict.reject("nondeterministic", f"second call on the same inputs differs "
+                                                      f"(max abs diff {max_abs_diff(first, again)})")
+        twin = build_model(run.namespace, run.device, run.seed)
+        twin_outputs = run_forward(twin, inputs)
+        if not _same(run, first, twin_outputs):
+            return Verdict.reject("nondeterministic", f"a second model built with the same seed differs "
+                                                      f"(max abs diff {max_abs_diff(first, twin_outputs)})")
+        return Verdict.ok()

@@ -1,0 +1,58 @@
+"""The state one task's execute checks share inside a worker, and which check fills which field.
+
+Every check reads only fields that an earlier check in `filters.execute.STAGES` writes (a test holds the
+order to this): `eager` loads the task and fills `namespace`, `model`, `inputs[0]`, `outputs[0]`,
+`work_ops`; `degenerate` appends the further input draws and their outputs; the rest only read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from filters.window import DEFAULT_WINDOW_MS, Window
+from opgen.sandbox.task import input_seed, synchronize
+
+# The consuming environment checks candidates at atol = rtol = 1e-2.
+CHECK_ATOL = CHECK_RTOL = 1e-2
+# Run-to-run tolerance on CUDA (atomics make some reductions order-dependent); the CPU must be bit-identical.
+CUDA_REPEAT_ATOL = 1e-5
+CUDA_REPEAT_RTOL = 1e-4
+
+
+@dataclass
+class TaskRun:
+    """Everything the checks of one task read and write."""
+
+    code: str
+    name: str
+    device: str = "cpu"
+    seed: int = 0
+    draws: int = 3
+    window: Window | None = None
+    timing_runs: int = 5
+    namespace: dict = field(default_factory=dict)
+    model: torch.nn.Module | None = None
+    inputs: list[list] = field(default_factory=list)  # one input list per draw
+    outputs: list[list[torch.Tensor]] = field(default_factory=list)  # eager outputs, one per draw
+    work_ops: int = 0
+
+    @classmethod
+    def from_payload(cls, payload: dict) -> TaskRun:
+        """The run of one payload; the window is the payload's, else the default on CUDA, else none."""
+        device = payload.get("device", "cpu")
+        window = payload.get("runtime_window_ms")
+        if window:
+            window = Window(*window)
+        elif device.startswith("cuda"):
+            window = Window(*DEFAULT_WINDOW_MS)
+        return cls(code=payload["code"], name=str(payload.get("id", "task")), device=device,
+                   seed=int(payload.get("seed", 0)), draws=int(payload.get("draws", 3)), window=window or None,
+                   timing_runs=int(payload.get("timing_runs", 5)))
+
+    def draw_seed(self, draw: int) -> int:
+        return input_seed(self.seed, draw)
+
+    def synchronize(self) -> None:
+        synchronize(self.device)

@@ -1,0 +1,83 @@
+"""Reading task inputs (JSONL of records or a folder of .py files) and writing JSONL outputs."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from opgen.errors import UsageError
+from opgen.records import task_id
+
+
+def read_inputs(path: str | os.PathLike) -> list[dict]:
+    """Records from a JSONL file (each with `code`) or a folder of `.py` task files.
+
+    Every record gets `source` (the input record's `id`, else its line, or the file name) and `id`.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise UsageError(f"input not found: {path}")
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.suffix == ".py" and p.is_file())
+        if not files:
+            raise UsageError(f"no .py task files in folder: {path}")
+        records = []
+        for file in files:
+            code = file.read_text(encoding="utf-8", errors="replace")
+            records.append({"source": file.name, "id": task_id(code), "code": code})
+        return records
+    return list(_read_jsonl_records(path))
+
+
+def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, object]]:
+    """(line number, parsed value) for every non-blank line; a malformed line is a UsageError naming it."""
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield number, json.loads(line)
+            except json.JSONDecodeError as error:
+                raise UsageError(f"{path}:{number}: malformed JSON line ({error.msg})") from None
+
+
+def _read_jsonl_records(path: Path) -> Iterator[dict]:
+    for number, record in iter_jsonl(path):
+        if not isinstance(record, dict) or not isinstance(record.get("code"), str):
+            raise UsageError(f"{path}:{number}: record has no string field 'code'")
+        record.setdefault("id", task_id(record["code"]))
+        record.setdefault("source", record["id"])
+        yield record
+
+
+def read_jsonl(path: str | os.PathLike) -> list[dict]:
+    """All JSON objects of a JSONL file; a truncated last line (killed writer) is ignored."""
+    rows = []
+    with open(path, encoding="utf-8") as handle:
+        lines = handle.read().split("\n")
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            if number == len(lines):
+                break
+            raise UsageError(f"{path}:{number}: malformed JSON line") from None
+    return rows
+
+
+def write_jsonl(path: str | os.PathLike, rows: Iterable[dict]) -> int:
+    """Write rows atomically (temp file + rename); returns the number written."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    count = 0
+    with open(tmp, "w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, sort_keys=False) + "\n")
+            count += 1
+    os.replace(tmp, path)
+    return count

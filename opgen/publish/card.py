@@ -1,0 +1,140 @@
+"""The dataset card (README.md with a Hub YAML header) and its PNG plots, from a build's tasks and stats."""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+
+from huggingface_hub import DatasetCard, DatasetCardData
+
+from opgen.records import COLUMN_DOCS
+
+
+def size_category(n: int) -> str:
+    """The Hub's size_categories bucket for `n` rows."""
+    for limit, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"),
+                         (1_000_000, "100K<n<1M"), (10_000_000, "1M<n<10M")):
+        if n < limit:
+            return label
+    return "n>1T" if n > 10**12 else "10M<n<100M"
+
+
+def dataset_info_yaml(table, download_size: int) -> dict:
+    """The card's `dataset_info` as push_to_hub writes it (features and split sizes).
+
+    `datasets` also keys its cache of a local folder on this, so loading a rebuilt folder (or another
+    folder of the same name) gives its own rows, not cached ones.
+    """
+    from datasets import DatasetInfo, Features, SplitDict, SplitInfo
+
+    info = DatasetInfo(features=Features.from_arrow_schema(table.schema))
+    info.splits = SplitDict()
+    info.splits.add(SplitInfo(name="train", num_bytes=table.nbytes, num_examples=table.num_rows))
+    info.download_size, info.dataset_size = download_size, table.nbytes
+    return info._to_yaml_dict()
+
+
+def card_data(n_rows: int, pretty_name: str, dataset_info: dict | None = None) -> DatasetCardData:
+    return DatasetCardData(
+        license="mit", language=["en"], pretty_name=pretty_name, size_categories=[size_category(n_rows)],
+        task_categories=["text-generation"], tags=["code", "pytorch", "cuda", "gpu-kernels", "synthetic",
+                                                    "kernelbench", "torch-compile"],
+        configs=[{"config_name": "default", "data_files": [{"split": "train", "path": "data/train-*"}]}],
+        **({"dataset_info": dataset_info} if dataset_info else {}),
+    )
+
+
+def _median(values: list[float]) -> str:
+    return f"{statistics.median(values):.4g}" if values else "n/a"
+
+
+def _funnel_section(stats: dict) -> list[str]:
+    lines = ["| stage | seen | kept | rejected | reasons |", "|---|---:|---:|---:|---|"]
+    for name, count in stats["funnel"]["stages"].items():
+        if count["seen"] == 0:
+            continue
+        rejected = Counter(count["rejected"])
+        reasons = ", ".join(f"`{r}` {n}" for r, n in rejected.most_common()) or "-"
+        lines.append(f"| {name} | {count['seen']} | {count['kept']} | {sum(rejected.values())} | {reasons} |")
+    lines += ["", f"Candidates: {stats['candidates']}; survived every filter: {stats['survivors']}; "
+              f"in the dataset: {stats['tasks']} (surplus survivors beyond the per-source quota: {stats['surplus']}).",
+              "", "| rejected for | candidates |", "|---|---:|"]
+    lines += [f"| `{reason}` | {n} |" for reason, n in sorted(stats["rejected"].items(), key=lambda kv: -kv[1])]
+    if not stats["rejected"]:
+        lines.append("| (none) | 0 |")
+    return lines
+
+
+def _summary_section(rows: list[dict], stats: dict) -> list[str]:
+    counts = Counter(r["data_source"] for r in rows)
+    total = max(1, len(rows))
+    lines = ["| data_source | tasks | share | quota |", "|---|---:|---:|---:|"]
+    for source, info in stats["by_source"].items():
+        lines.append(f"| {source} | {counts[source]} | {100 * counts[source] / total:.1f}% | {info['quota']} |")
+    ops = Counter(op for r in rows for op in r["ops"])
+    lines += ["", f"Distinct operators: {len(ops)}. Most used:", "", "| operator | tasks |", "|---|---:|"]
+    lines += [f"| `{op}` | {n} |" for op, n in ops.most_common(15)]
+    sims = [r["kb_similarity"] for r in rows if r.get("kb_similarity") is not None]
+    lines += ["", "| statistic | median | max |", "|---|---:|---:|",
+              f"| num_ops | {_median([r['num_ops'] for r in rows])} | {max((r['num_ops'] for r in rows), default='n/a')} |",
+              f"| flops | {_median([r['flops'] for r in rows])} | {max((r['flops'] for r in rows), default='n/a')} |",
+              f"| bytes_moved | {_median([r['bytes_moved'] for r in rows])} | "
+              f"{max((r['bytes_moved'] for r in rows), default='n/a')} |",
+              f"| kb_similarity | {_median(sims)} | {max(sims, default='n/a')} |"]
+    eager = [r["eager_ms"] for r in rows if r.get("eager_ms") is not None]
+    if eager:
+        speedups = [r["compile_speedup"] for r in rows if r.get("compile_speedup")]
+        hardware = sorted({r["hardware"] for r in rows if r.get("hardware")})
+        lines += [f"| eager_ms | {_median(eager)} | {max(eager):.4g} |",
+                  f"| compile_speedup | {_median(speedups)} | {max(speedups, default=float('nan')):.4g} |",
+                  "", f"Timed on: {', '.join(hardware)}."]
+    else:
+        lines += ["", "Timing columns are null: this build ran on the CPU (`--device cpu`) and was not timed."]
+    return lines
+
+
+def render_card(rows: list[dict], stats: dict, config: dict, repo_id: str, plots: dict[str, str],
+                plot_note: str | None, dataset_info: dict | None = None) -> DatasetCard:
+    """The dataset card: Hub YAML header, then how the data was made, the funnel, summaries, plots, columns."""
+    name = repo_id.rstrip("/").split("/")[-1]
+    data = card_data(len(rows), name, dataset_info)
+    reference = config.get("reference") or "ScalingIntelligence/KernelBench"
+    body = [
+        f"# {name}", "",
+        f"{len(rows)} synthetic GPU-kernel training tasks in KernelBench format (a PyTorch `Model`, `get_inputs`, "
+        "`get_init_inputs`), in the style of CUDA-Agent-Ops-6K, built by "
+        "opgen with one command:", "",
+        "```", f"opgen build --n {config['n']} --seed {config['seed']} --profile {config['profile']} "
+        f"--device {config['device']}", "```", "",
+        "## How it was made", "",
+        f"1. **Sampling.** Operator chains of 1-5 torch operators (or one standalone transformers module) are drawn "
+        f"from the operator vocabulary with seed {config['seed']} (profile `{config['profile']}`), shape-checked as "
+        "networkx graphs and rendered to code. Candidate *i* depends only on (seed, *i*).",
+        "2. **Static filters.** Parse, task shape, unsafe code (I/O, processes, ctypes, ...) and stochastic "
+        "operators, by AST.",
+        f"3. **Dedup and decontamination.** MinHash-LSH near-duplicates over normalised-token shingles "
+        f"(confirmed by exact Jaccard, clusters by connected components); tasks whose operator sequence equals a "
+        f"KernelBench task's or whose similarity to one is >= {stats.get('contamination_threshold', 0.65)} are dropped (reference: `{reference}`).",
+        f"4. **Sandboxed execution** on `{config['device']}` in worker processes with time and memory limits: eager, "
+        "`torch.compile` (compiled output within atol=rtol=1e-2 of eager), determinism, finite outputs, "
+        "non-degenerate outputs (not constant, not the same for different inputs).",
+        "5. **Timing** (CUDA builds only): CUDA-event medians with L2 flush, plus profiler device time as the "
+        f"CUDA-Agent environment measures it; eager time must lie in {config['runtime_window_ms'][0]:g}-"
+        f"{config['runtime_window_ms'][1]:g} ms.",
+        "6. **Selection.** Candidates are drawn in rounds until every data source has its quota of survivors under "
+        "the target mix (largest remainder); the dataset is the first survivors by sample index per source.", "",
+        "## Funnel", "", *_funnel_section(stats), "",
+        "## Summary", "", *_summary_section(rows, stats), "",
+        "## Plots", "",
+    ]
+    for title, path in plots.items():
+        body += [f"### {title}", "", f"![{title}]({path})", ""]
+    if plot_note:
+        body += [plot_note, ""]
+    body += ["## Columns", "", "| column | meaning |", "|---|---|"]
+    body += [f"| `{column}` | {note} |" for column, note in COLUMN_DOCS.items()]
+    body += ["", "## Loading", "", "```python", "import datasets", "",
+             f"tasks = datasets.load_dataset({repo_id!r}, split=\"train\")", "```", "",
+             "## License", "", "MIT. KernelBench (MIT) is used only as the decontamination reference; none of its "
+             "problems are included.", ""]
+    return DatasetCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(body))

@@ -1,0 +1,90 @@
+"""Publishing a build: the dataset folder laid out as `push_to_hub` does, then a Hub upload or a local copy."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from opgen.errors import UsageError
+from opgen.publish.card import dataset_info_yaml, render_card
+from opgen.publish.plots import write_plots
+from opgen.publish.upload import REPO_ID, copy_to_folder, is_local_target, upload_folder
+from opgen.records import DATASET_SCHEMA
+
+ROWS_PER_SHARD = 50_000
+
+
+@dataclass
+class PublishResult:
+    """Where the dataset folder is and where it went (a Hub URL, a local folder, or nowhere on a dry run)."""
+
+    folder: Path
+    rows: int
+    target: str | None
+
+
+def _load_run(run_dir: Path) -> tuple[list[dict], dict, dict]:
+    tasks = run_dir / "tasks.parquet"
+    if not tasks.is_file():
+        raise UsageError(f"{run_dir} holds no finished build (no tasks.parquet); run `opgen build` first")
+    try:
+        table = pq.read_table(tasks, schema=DATASET_SCHEMA)
+        stats = json.loads((run_dir / "stats.json").read_text(encoding="utf-8"))
+        config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise UsageError(f"{run_dir}: unreadable build output ({error})") from None
+    return table.to_pylist(), stats, config
+
+
+def write_dataset_folder(run_dir: str | os.PathLike, repo_id: str, out: str | os.PathLike | None = None,
+                         rows_per_shard: int = ROWS_PER_SHARD) -> tuple[Path, int]:
+    """Write data/train-XXXXX-of-YYYYY.parquet shards, README.md and plots/ for the build in `run_dir`.
+
+    The folder (default RUN_DIR/dataset) is built beside its final place and swapped in whole.
+    """
+    run_dir = Path(run_dir)
+    rows, stats, config = _load_run(run_dir)
+    folder = Path(out) if out else run_dir / "dataset"
+    staging = folder.with_name(folder.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    (staging / "data").mkdir(parents=True)
+    table = pq.read_table(run_dir / "tasks.parquet", schema=DATASET_SCHEMA)
+    shards = max(1, math.ceil(table.num_rows / rows_per_shard))
+    for k in range(shards):
+        part = table.slice(k * rows_per_shard, rows_per_shard)
+        pq.write_table(part, staging / "data" / f"train-{k:05d}-of-{shards:05d}.parquet")
+    plots, note = write_plots(rows, config.get("mix") or {}, staging)
+    download_size = sum(f.stat().st_size for f in (staging / "data").glob("*.parquet"))
+    info = dataset_info_yaml(table, download_size)
+    render_card(rows, stats, config, repo_id, plots, note, info).save(staging / "README.md")
+    if folder.exists():
+        shutil.rmtree(folder)
+    staging.rename(folder)
+    return folder, len(rows)
+
+
+def publish(run_dir: str | os.PathLike, repo_id: str, *, private: bool = False, dry_run: bool = False,
+            out: str | os.PathLike | None = None, token: str | None = None) -> PublishResult:
+    """Write the dataset folder, then (unless dry_run) copy it to a local `repo_id` or upload it to the Hub.
+
+    The token comes from `token` or HF_TOKEN; it is never printed or written.
+    """
+    local = is_local_target(repo_id)
+    if not local and not REPO_ID.match(repo_id):
+        raise UsageError(f"--repo-id must look like ORG/NAME or be a local folder path, got {repo_id!r}")
+    card_id = Path(repo_id).name if local else repo_id
+    folder, rows = write_dataset_folder(run_dir, card_id, out)
+    if dry_run:
+        return PublishResult(folder, rows, None)
+    if local:
+        return PublishResult(folder, rows, str(copy_to_folder(folder, repo_id)))
+    token = token or os.environ.get("HF_TOKEN")
+    if not token:
+        raise UsageError(f"no Hugging Face token: set HF_TOKEN or pass --token (the dataset folder is ready at {folder})")
+    return PublishResult(folder, rows, upload_folder(folder, repo_id, token, private))

@@ -1,0 +1,1 @@
+"""Sampling candidates: the graph sampler, the renderer to KernelBench-format code, and FLOPs/bytes analysis."""

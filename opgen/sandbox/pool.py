@@ -1,0 +1,338 @@
+"""A pool of persistent worker processes that run untrusted code with a wall-clock and a memory limit each.
+
+Each worker is a fresh interpreter (`python -m opgen.sandbox.worker`) in its own session, speaking JSON
+lines over private pipes. The parent enforces the limits: a task past its deadline, or whose worker tree
+grows past `memory_mb` of resident memory (polled with psutil; RLIMIT_AS breaks torch, which reserves
+huge address ranges), has its worker's process group killed; a worker that dies (segfault, `os._exit`)
+is replaced. Every payload gets exactly one `SandboxResult`, in input order.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+from tqdm import tqdm
+
+from opgen.sandbox.worker import SYS_PATH_ENV
+
+POLL_S = 0.05
+STARTUP_TIMEOUT_S = 120.0
+STDERR_TAIL_CHARS = 1500
+DEFAULT_CACHE_DIR = Path(tempfile.gettempdir()) / "opgen-inductor-cache"
+
+
+@dataclass
+class SandboxResult:
+    """The outcome of one payload: `ok` (value is the function's dict), `error` (it raised), `crash`, `timeout`."""
+
+    status: str
+    value: dict | None
+    detail: str
+
+
+def is_out_of_memory(message: str | None) -> bool:
+    """Whether an error message means memory pressure: CUDA out of memory (OutOfMemoryError, or
+    AcceleratorError "CUDA error: out of memory" when a library allocates), or the pool's resident limit."""
+    text = (message or "").lower()
+    return "out of memory" in text or "memory limit exceeded" in text
+
+
+def out_of_memory(result: SandboxResult, error_key: str) -> bool:
+    """A result caused by memory pressure: the worker's crash or error, or the error the function reported
+    under `error_key` of its value."""
+    if result.status == "ok":
+        return isinstance(result.value, dict) and is_out_of_memory(result.value.get(error_key))
+    return result.status in ("crash", "error") and is_out_of_memory(result.detail)
+
+
+class _Worker:
+    """One worker process, its protocol pipes, and the task it is running."""
+
+    def __init__(self, env: dict[str, str], slot: int = 0):
+        self.slot = slot  # which of the pool's worker environments it runs with
+        self.log = tempfile.TemporaryFile(mode="a+b")  # append mode: the log can be truncated between tasks
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "opgen.sandbox.worker"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env, start_new_session=True,
+        )
+        os.set_blocking(self.proc.stdout.fileno(), False)
+        self.buffer = b""
+        self.ready = False
+        self.index: int | None = None  # payload index in flight
+        self.deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        self.started = False
+
+    def send(self, index: int, fn_path: str, payload: dict, startup_s: float) -> None:
+        self.log.truncate(0)
+        self.index, self.started = index, False
+        self.deadline = time.monotonic() + startup_s  # importing the function's module is not the task's time
+        self.proc.stdin.write((json.dumps({"fn": fn_path, "payload": payload}) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def read_messages(self) -> list[dict] | None:
+        """Messages completed by the bytes now available; None when the worker's stdout has closed."""
+        try:
+            chunk = self.proc.stdout.read()
+        except (BlockingIOError, ValueError):
+            chunk = b""
+        if chunk is None:
+            chunk = b""
+        if chunk == b"" and self.proc.poll() is not None:
+            return None
+        self.buffer += chunk
+        messages = []
+        while b"\n" in self.buffer:
+            line, self.buffer = self.buffer.split(b"\n", 1)
+            messages.append(json.loads(line))
+        return messages
+
+    def rss_mb(self) -> float:
+        try:
+            root = psutil.Process(self.proc.pid)
+            processes = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            return 0.0
+        total = 0
+        for process in processes:
+            try:
+                total += process.memory_info().rss
+            except psutil.Error:
+                pass
+        return total / 2**20
+
+    def stderr_tail(self) -> str:
+        try:
+            self.log.seek(0)
+            text = self.log.read().decode("utf-8", errors="replace")
+        except (OSError, ValueError):
+            return ""
+        return text[-STDERR_TAIL_CHARS:].strip()
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self._close()
+
+    def stop(self) -> None:
+        """Ask an idle worker to exit (EOF on its request pipe); kill it if it does not."""
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        self.kill()
+
+    def _close(self) -> None:
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        self.log.close()
+
+    def exit_description(self) -> str:
+        code = self.proc.poll()
+        if code is None:
+            return "worker closed its output"
+        if code < 0:
+            try:
+                return f"worker killed by {signal.Signals(-code).name}"
+            except ValueError:
+                return f"worker killed by signal {-code}"
+        return f"worker exited with status {code}"
+
+
+class SandboxPool:
+    """Persistent sandbox workers: `run_many(fn_path, payloads)` runs `fn(payload)` in them, in parallel.
+
+    `env` is added to the workers' environment (e.g. {"CUDA_VISIBLE_DEVICES": "0"}); `slot_envs`, if given,
+    adds one more mapping per worker slot, round-robin (e.g. one GPU each, so validation spreads over every
+    GPU of the machine); a replacement worker takes the slot of the one it replaces. All workers share
+    one inductor cache folder (`TORCHINDUCTOR_CACHE_DIR` from `env` or the parent's environment, else
+    DEFAULT_CACHE_DIR) so compiles are reused across workers and runs.
+    """
+
+    def __init__(self, workers: int, timeout_s: float, memory_mb: int | None, env: dict[str, str] | None = None,
+                 *, max_tasks_per_worker: int | None = None, slot_envs: list[dict[str, str]] | None = None):
+        if workers < 1:
+            raise ValueError("workers must be >= 1")
+        self.workers = workers
+        self.timeout_s = float(timeout_s)
+        self.memory_mb = memory_mb
+        self.max_tasks_per_worker = max_tasks_per_worker
+        self.env = self._worker_env(env or {})
+        self.slot_envs = [dict(extra) for extra in slot_envs or []]
+        self._pool: list[_Worker] = []
+        self._tasks_done: dict[int, int] = {}
+
+    def _worker_env(self, extra: dict[str, str]) -> dict[str, str]:
+        env = dict(os.environ)
+        threads = str(max(1, (os.cpu_count() or 1) // self.workers))
+        env.setdefault("OMP_NUM_THREADS", threads)
+        env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(DEFAULT_CACHE_DIR))
+        env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"  # no compile subprocess pool per worker
+        env["PYTHONUNBUFFERED"] = "1"
+        env[SYS_PATH_ENV] = json.dumps([p for p in sys.path if p])
+        package_root = str(Path(__file__).resolve().parents[2])  # so `-m opgen.sandbox.worker` resolves
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+        env.update(extra)
+        Path(env["TORCHINDUCTOR_CACHE_DIR"]).mkdir(parents=True, exist_ok=True)
+        return env
+
+    def __enter__(self) -> SandboxPool:
+        self._fill_pool()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for worker in self._pool:
+            worker.stop()
+        self._pool.clear()
+
+    def run_many(self, fn_path: str, payloads: list[dict], progress: bool = False) -> list[SandboxResult]:
+        """Run `fn(payload)` for every payload; results in input order, exactly one per payload."""
+        results: list[SandboxResult | None] = [None] * len(payloads)
+        pending = collections.deque(range(len(payloads)))
+        bar = tqdm(total=len(payloads), file=sys.stderr, disable=not progress, unit="task", dynamic_ncols=True)
+        selector = selectors.DefaultSelector()
+        try:
+            while pending or any(w.index is not None for w in self._pool):
+                if pending:
+                    self._fill_pool()
+                for worker in self._pool:
+                    if worker.ready and worker.index is None and pending:
+                        self._dispatch(worker, pending, fn_path, payloads)
+                selector = self._reselect(selector)
+                waiting = [w for w in self._pool if w.index is not None or not w.ready]  # idle workers have no deadline
+                timeout = max(0.0, min([POLL_S] + [w.deadline - time.monotonic() for w in waiting]))
+                selector.select(timeout)
+                for worker in list(self._pool):
+                    done = self._service(worker, results)
+                    if done is not None:
+                        bar.update(1)
+        finally:
+            selector.close()
+            bar.close()
+        return results  # type: ignore[return-value]
+
+    def _dispatch(self, worker: _Worker, pending: collections.deque, fn_path: str, payloads: list[dict]) -> None:
+        index = pending.popleft()
+        worker.send(index, fn_path, payloads[index], max(STARTUP_TIMEOUT_S, self.timeout_s))
+
+    def _fill_pool(self) -> None:
+        taken = {worker.slot for worker in self._pool}
+        for slot in range(self.workers):
+            if slot not in taken:
+                self._pool.append(_Worker(self._slot_env(slot), slot))
+
+    def _slot_env(self, slot: int) -> dict[str, str]:
+        if not self.slot_envs:
+            return self.env
+        return {**self.env, **self.slot_envs[slot % len(self.slot_envs)]}
+
+    def _reselect(self, selector: selectors.BaseSelector) -> selectors.BaseSelector:
+        selector.close()
+        selector = selectors.DefaultSelector()
+        for worker in self._pool:
+            selector.register(worker.proc.stdout, selectors.EVENT_READ)
+        return selector
+
+    def _service(self, worker: _Worker, results: list) -> int | None:
+        """Read the worker's messages and enforce its limits; returns the index of a payload that finished."""
+        messages = worker.read_messages()
+        if messages is None:
+            return self._replace(worker, results, "crash", worker.exit_description())
+        for message in messages:
+            status = message.get("status")
+            if status == "ready":
+                worker.ready = True
+            elif status == "started":
+                worker.started = True
+                worker.deadline = time.monotonic() + self.timeout_s
+            elif worker.index is not None:
+                index, worker.index = worker.index, None
+                results[index] = SandboxResult(status, message.get("value"), message.get("detail", ""))
+                self._after_task(worker)
+                return index
+        now = time.monotonic()
+        if now > worker.deadline:
+            if worker.index is None and worker.ready:
+                return None
+            what = "task" if worker.started else ("worker start-up" if not worker.ready else "module import")
+            return self._replace(worker, results, "timeout", f"{what} exceeded {self._limit(worker):.0f} s")
+        if self.memory_mb is not None and worker.index is not None:
+            rss = worker.rss_mb()
+            if rss > self.memory_mb:
+                return self._replace(worker, results, "crash",
+                                     f"memory limit exceeded: {rss:.0f} MB resident > {self.memory_mb} MB")
+        return None
+
+    def _limit(self, worker: _Worker) -> float:
+        return self.timeout_s if worker.started else max(STARTUP_TIMEOUT_S, self.timeout_s)
+
+    def _after_task(self, worker: _Worker) -> None:
+        count = self._tasks_done.get(worker.proc.pid, 0) + 1
+        self._tasks_done[worker.proc.pid] = count
+        worn_out = self.max_tasks_per_worker is not None and count >= self.max_tasks_per_worker
+        bloated = self.memory_mb is not None and worker.rss_mb() > 0.75 * self.memory_mb
+        if worn_out or bloated:  # recycle before the next task trips the limit on memory it did not use
+            worker.stop()
+            self._pool.remove(worker)
+
+    def _replace(self, worker: _Worker, results: list, status: str, detail: str) -> int | None:
+        index = worker.index
+        tail = worker.stderr_tail()
+        worker.kill()
+        self._pool.remove(worker)
+        if index is None:
+            if not worker.ready:  # a worker that cannot even start would loop forever: fail loudly
+                raise RuntimeError(f"sandbox worker failed to start ({detail}): {tail}")
+            return None
+        results[index] = SandboxResult(status, None, detail + (f"\n{tail}" if tail else ""))
+        return index
+
+
+class KeptPools:
+    """Sandbox pools kept for the life of this process, by key, so consecutive calls (the build's shards)
+    skip worker start-up: importing torch, a CUDA context and the first compile's set-up."""
+
+    def __init__(self) -> None:
+        self._pools: dict[tuple, SandboxPool] = {}
+        atexit.register(self.close_except, set())
+
+    def get(self, key: tuple, make: Callable[[], SandboxPool]) -> SandboxPool:
+        if key not in self._pools:
+            self._pools[key] = make().__enter__()
+        return self._pools[key]
+
+    def close_except(self, keys: set[tuple]) -> None:
+        """Stop the kept pools whose key is not in `keys`."""
+        for key in [k for k in self._pools if k not in keys]:
+            self._pools.pop(key).close()
+
+    def __len__(self) -> int:
+        return len(self._pools)
+
+    def values(self) -> list[SandboxPool]:
+        return list(self._pools.values())

@@ -1,0 +1,1 @@
+"""Reading task source: AST helpers and the operator calls of a task."""

@@ -1,0 +1,147 @@
+"""Timing stage: shard records over the visible GPUs, time each in a sandbox pool per GPU, add the columns.
+
+Per GPU, `workers_per_gpu` sandbox workers (pinned with CUDA_VISIBLE_DEVICES) build, compile and time
+tasks; an exclusive file lock per GPU lets only one of them run timed code at a time, so model building,
+input generation and `torch.compile` of the next tasks proceed on the CPU cores while the GPU times.
+All workers share one inductor/FX-graph cache folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import statistics
+import threading
+from pathlib import Path
+
+from opgen.sandbox.gpus import default_workers_per_gpu, gpu_lock_path, visible_gpus
+from opgen.sandbox.pool import KeptPools, SandboxPool, out_of_memory
+from opgen.timing.measure import empty_result
+
+__all__ = ["time_records", "timing_summary"]
+
+FN_PATH = "opgen.timing.measure:measure_task"
+
+
+_SHARED_POOLS = KeptPools()
+
+
+def _pool(workers: int, timeout_s: float, memory_mb: int | None, env: dict[str, str], reuse: bool):
+    """A sandbox pool for one GPU: a fresh one, or (reuse) one kept for the life of this process."""
+    def make() -> SandboxPool:
+        return SandboxPool(workers=workers, timeout_s=timeout_s, memory_mb=memory_mb, env=env)
+
+    if not reuse:
+        return make()
+    return contextlib.nullcontext(_SHARED_POOLS.get(_pool_key(workers, timeout_s, memory_mb, env), make))
+
+
+def _pool_key(workers: int, timeout_s: float, memory_mb: int | None, env: dict[str, str]) -> tuple:
+    return workers, float(timeout_s), memory_mb, tuple(sorted(env.items()))
+
+
+def time_records(records: list[dict], *, device: str = "cuda", trials: int = 100, warmups: int = 10,
+                 timeout_s: float = 600, progress: bool = True, workers_per_gpu: int | None = None,
+                 seed: int = 0, tf32: bool = False, with_compile: bool = True, cache_dir: str | None = None,
+                 memory_mb: int | None = None, reuse_pools: bool = False) -> list[dict]:
+    """The records with the timing columns added, in input order; a task that fails keeps null timings
+    and a `timing_error`. device "cpu" times on the host (one worker) so CI runs the same code.
+    `reuse_pools` keeps each GPU's workers alive for the next call in this process (the build's shards)."""
+    if device not in ("cuda", "cpu"):
+        raise ValueError(f"device must be 'cuda' or 'cpu', not {device!r}")
+    if not records:
+        return []
+    payloads = [{"code": r["code"], "id": r.get("id"), "device": device, "trials": trials, "warmups": warmups, "seed": seed,
+                 "tf32": tf32, "compile": with_compile, "flops": r.get("flops"), "bytes_moved": r.get("bytes_moved")}
+                for r in records]
+    env = {"TORCHINDUCTOR_FX_GRAPH_CACHE": "1"}
+    if cache_dir:
+        env["TORCHINDUCTOR_CACHE_DIR"] = str(Path(cache_dir).resolve())
+    if device == "cpu":
+        shards = {"": list(range(len(records)))}
+        workers = 1
+    else:
+        gpus = visible_gpus()
+        if not gpus:
+            raise RuntimeError("no CUDA device is visible")
+        shards = {gpu: list(range(i, len(records), len(gpus))) for i, gpu in enumerate(gpus)}
+        workers = workers_per_gpu or default_workers_per_gpu(len(gpus))
+    gpu_envs = {gpu: {**env, "CUDA_VISIBLE_DEVICES": gpu} if device == "cuda" else env for gpu in shards}
+    if reuse_pools:
+        # a process given other GPUs (a reused Ray worker) stops the pools it kept for the old ones
+        _SHARED_POOLS.close_except({_pool_key(workers, timeout_s, memory_mb, e) for e in gpu_envs.values()})
+    results: list[dict | None] = [None] * len(records)
+    shard_errors: dict[str, str] = {}
+
+    def run_shard(gpu: str, indices: list[int]) -> None:
+        try:
+            _time_shard(gpu, indices)
+        except Exception as error:  # a pool that cannot start: its tasks get the reason, others go on
+            shard_errors[gpu] = f"{type(error).__name__}: {error}"
+
+    def _time_shard(gpu: str, indices: list[int]) -> None:
+        shard_env = gpu_envs[gpu]
+        shard_payloads = [{**payloads[i], "gpu_lock": gpu_lock_path(gpu) if device == "cuda" else None}
+                          for i in indices]
+        size = workers if reuse_pools else min(workers, len(indices))
+        with _pool(size, timeout_s, memory_mb, shard_env, reuse_pools) as pool:
+            outcomes = pool.run_many(FN_PATH, shard_payloads, progress=progress)
+            # A crash can be another task's fault (a sticky CUDA error makes the next task's worker exit): retry once.
+            crashed = [k for k, outcome in enumerate(outcomes) if outcome.status == "crash"]
+            if crashed:
+                for k, outcome in zip(crashed, pool.run_many(FN_PATH, [shard_payloads[k] for k in crashed])):
+                    outcomes[k] = outcome
+            # A task that ran out of GPU memory beside the other workers' tasks is timed again alone.
+            for k in [k for k, outcome in enumerate(outcomes) if out_of_memory(outcome, "timing_error")]:
+                outcomes[k] = pool.run_many(FN_PATH, [shard_payloads[k]])[0]
+        for index, outcome in zip(indices, outcomes):
+            results[index] = _timing_columns(outcome)
+
+    threads = [threading.Thread(target=run_shard, args=(gpu, indices), daemon=True)
+               for gpu, indices in shards.items() if indices]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    failure = "; ".join(shard_errors.values()) or "timing shard did not finish"
+    return [{**record, **(result or _failed("error", failure))} for record, result in zip(records, results)]
+
+
+def _timing_columns(outcome) -> dict:
+    if outcome.status == "ok" and isinstance(outcome.value, dict):
+        return {**empty_result(), **outcome.value}
+    return _failed(outcome.status, outcome.detail)
+
+
+def _failed(status: str, detail: str) -> dict:
+    result = empty_result()
+    result.update(timing_status=status, timing_error=f"{status}: {(detail or '').strip()[-800:]}")
+    return result
+
+
+def geomean(values: list[float]) -> float | None:
+    values = [v for v in values if v and v > 0]
+    return math.exp(statistics.fmean(math.log(v) for v in values)) if values else None
+
+
+def timing_summary(timed: list[dict], lo_ms: float = 1.0, hi_ms: float = 100.0) -> dict:
+    """Figures over timed records: counts, eager median, compile geomean speed-up, share in the window,
+    and the agreement of the two methods (median of profiler time / CUDA-events median)."""
+    eager = [r["eager_ms"] for r in timed if r.get("eager_ms") is not None]
+    ratios = [r["eager_device_us"] / 1e3 / r["eager_ms"] for r in timed
+              if r.get("eager_device_us") and r.get("eager_ms")]
+    ratios += [r["compile_device_us"] / 1e3 / r["compile_ms"] for r in timed
+               if r.get("compile_device_us") and r.get("compile_ms")]
+    compile_s = [r["compile_s"] for r in timed if r.get("compile_s") is not None]
+    return {
+        "tasks": len(timed),
+        "timed": len(eager),
+        "compiled": sum(1 for r in timed if r.get("compile_ms") is not None),
+        "failed": sum(1 for r in timed if r.get("eager_ms") is None),
+        "eager_ms_median": statistics.median(eager) if eager else None,
+        "compile_speedup_geomean": geomean([r.get("compile_speedup") for r in timed]),
+        "in_window": sum(1 for v in eager if lo_ms <= v <= hi_ms),
+        "in_window_share": sum(1 for v in eager if lo_ms <= v <= hi_ms) / len(eager) if eager else None,
+        "method_ratio_median": statistics.median(ratios) if ratios else None,
+        "compile_s_median": statistics.median(compile_s) if compile_s else None,
+    }

@@ -1,0 +1,1 @@
+"""Benchmarks, device scripts and developer tools."""

@@ -1,0 +1,37 @@
+"""The execute stage order is a stated contract: every check reads only TaskRun fields an earlier one writes."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from filters.execute import STAGES
+from filters.execute.task_run import TaskRun
+
+FILLED_BY_PAYLOAD = {f.name for f in dataclasses.fields(TaskRun)} - {"namespace", "model", "inputs", "outputs",
+                                                                     "work_ops"}
+
+
+def unmet_reads(stages) -> list[str]:
+    written = set(FILLED_BY_PAYLOAD)
+    missing = []
+    for check in stages:
+        missing += [f"{check.name} reads {field} before any check writes it"
+                    for field in check.reads if field not in written]
+        written.update(check.writes)
+    return missing
+
+
+def test_every_read_is_written_earlier():
+    assert unmet_reads(STAGES) == []
+
+
+def test_a_reordered_chain_breaks_the_contract():
+    eager, *rest = STAGES
+    assert unmet_reads([*rest, eager])  # compile before eager would read a model nobody built
+
+
+def test_declared_fields_exist():
+    fields = {f.name for f in dataclasses.fields(TaskRun)}
+    for check in STAGES:
+        assert set(check.reads) | set(check.writes) <= fields, check.name
+    assert len({check.name for check in STAGES}) == len(STAGES)
