@@ -43,33 +43,53 @@ COLUMN_REGISTRY: tuple[Column, ...] = (
     Column("kb_nearest", _S, "dedup", "closest KernelBench problem"),
     Column("kb_similarity", _F, "dedup", "its normalised-token shingle similarity (candidates at or above "
                                          "the card's contamination threshold, or with an equal operator sequence, are rejected)"),
-    Column("eager_ms", _F, "timing", "median CUDA-event time of one eager forward call"),
+    Column("eager_ms", _F, "timing", "median CUDA-event time of one eager forward call (ms)"),
     Column("compile_ms", _F, "timing", "the same under torch.compile (default mode)"),
     Column("eager_ms_iqr", _F, "timing", "interquartile range of the eager samples"),
     Column("compile_ms_iqr", _F, "timing", "interquartile range of the compiled samples"),
-    Column("eager_device_us", _F, "timing", "profiler device time per call (5 warm-ups, 10 iterations), eager"),
+    Column("eager_device_us", _F, "timing", "profiler device time per call (5 warm-ups, 10 iterations), eager (µs)"),
     Column("compile_device_us", _F, "timing", "the same, compiled"),
     Column("compile_speedup", _F, "timing", "eager_ms / compile_ms"),
     Column("hardware", _S, "timing", "GPU the timings were taken on"),
     Column("torch_version", _S, "timing", "torch version of the timings"),
-    Column("cuda_version", _S, "timing", "CUDA version of the timings"),
+    Column("cuda_version", _S, "timing", "CUDA version torch was built with"),
+    # timing provenance: enough to take the same timings again the same way
+    *(Column(f"{kind}_ms_{stat}", _F, "timing", f"{what} of the {kind} samples (ms)")
+      for kind in ("eager", "compile") for stat, what in (("mean", "mean"), ("std", "sample standard deviation"),
+                                                          ("min", "minimum"), ("max", "maximum"))),
+    Column("eager_ms_count", _I, "timing", "timed trials used for eager_ms (adaptive: until the median's 95% CI "
+                                           "is within ±1%, or the cap)"),
+    Column("compile_ms_count", _I, "timing", "the same for compile_ms"),
+    Column("timing_warmups", _I, "timing", "warm-up calls before the trials"),
+    Column("trial_mode", _S, "timing", "`adaptive` or `fixed` (exactly the cap, KernelBench's protocol)"),
+    Column("timing_method", _S, "timing", "the timing method in words: CUDA events with an L2 flush, and the "
+                                          "profiler's device time"),
+    Column("precision", _S, "timing", "fp32 precision mode of the timings: `default` (PyTorch's defaults), "
+                                      "`ieee` or `tf32`"),
+    Column("matmul_precision", _S, "timing", "cuBLAS fp32 matmul precision during the timings: ieee or tf32"),
+    Column("cudnn_conv_precision", _S, "timing", "cuDNN fp32 convolution precision: ieee or tf32"),
+    Column("cudnn_rnn_precision", _S, "timing", "cuDNN fp32 RNN precision: ieee or tf32"),
+    Column("driver_version", _S, "timing", "NVIDIA driver version"),
+    Column("triton_version", _S, "timing", "triton version (torch.compile's GPU code generator)"),
+    Column("compile_mode", _S, "timing", "torch.compile mode of compile_ms"),
     # timing columns kept in the run folder (timed.jsonl) but not published
-    *(Column(name, _F, "timing", "", published=False) for name in (
-        "eager_ms_mean", "eager_ms_std", "eager_ms_min", "eager_ms_count", "compile_ms_mean", "compile_ms_std",
-        "compile_ms_min", "compile_ms_count", "compile_s")),
+    Column("compile_s", _F, "timing", "", published=False),
     Column("tf32", pa.bool_(), "timing", "", published=False),
     Column("dtype", _S, "timing", "", published=False),
+    *(Column(name, _I, "timing", "", published=False) for name in ("eager_retimes", "compile_retimes")),
     *(Column(name, _F, "timing", "", published=False) for name in (
         "eager_tflops", "eager_gbps", "compile_tflops", "compile_gbps", "peak_tflops", "peak_gbps")),
     *(Column(name, _S, "timing", "", published=False) for name in (
-        "triton_version", "compute_capability", "timing_device", "timing_method", "timing_status", "timing_error")),
+        "compute_capability", "timing_device", "timing_status", "timing_error")),
     *(Column(name, _F, "timing", "", published=False) for name in ("timing_wall_s", "lock_wait_s", "timed_s")),
 )
 
 DATASET_SCHEMA = pa.schema([(c.name, c.type) for c in COLUMN_REGISTRY if c.published])
 COLUMNS = tuple(DATASET_SCHEMA.names)
-TIMING_COLUMNS = tuple(c.name for c in COLUMN_REGISTRY if c.stage == "timing")
+TIMING_COLUMNS = tuple(c.name for c in COLUMN_REGISTRY if c.stage == "timing")   # what a timing worker returns
+PUBLISHED_TIMING_COLUMNS = tuple(name for name in TIMING_COLUMNS if name in COLUMNS)
 COLUMN_DOCS = {c.name: c.doc for c in COLUMN_REGISTRY if c.published}
+INTEGER_COLUMNS = tuple(c.name for c in COLUMN_REGISTRY if c.published and c.type == _I)
 
 
 class Candidate(TypedDict, total=False):
@@ -110,7 +130,7 @@ def dataset_row(record: dict) -> dict:
     row = {name: record.get(name) for name in COLUMNS}
     if row["graph"] is not None and not isinstance(row["graph"], str):
         row["graph"] = json.dumps(row["graph"], sort_keys=True)
-    for name in ("num_ops", "seed", "flops", "bytes_moved"):
+    for name in INTEGER_COLUMNS:
         if row[name] is not None:
             row[name] = int(row[name])
     if row["output_shape"] is not None and not isinstance(row["output_shape"], list):

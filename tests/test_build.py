@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from opgen.pipeline.rundir import FAULT_ENV
-from opgen.records import COLUMNS, TIMING_COLUMNS
+from opgen.records import COLUMNS, PUBLISHED_TIMING_COLUMNS
 from tests.conftest import KERNELBENCH, REPO, run_cli
 
 # Small enough for CI (5 candidates, 3 shards of 2, one round), large enough to have several markers.
@@ -55,7 +55,7 @@ def test_build_writes_the_run_folder_and_the_dataset(reference_run):
     assert len(rows) == 4
     assert tuple(pq.read_schema(reference_run / "tasks.parquet").names) == COLUMNS
     assert all(r["data_source"] == "torch#2" and r["seed"] == 0 for r in rows)   # quotas of n=4: torch#2 only
-    assert all(r[c] is None for r in rows for c in TIMING_COLUMNS)                 # not timed on CUDA
+    assert all(r[c] is None for r in rows for c in PUBLISHED_TIMING_COLUMNS)                 # not timed on CUDA
     assert all(r["kb_nearest"] and 0 <= r["kb_similarity"] < 0.9 for r in rows)
     config = json.loads((reference_run / "config.json").read_text())
     assert config["n"] == 4 and config["reference_sha256"]

@@ -83,3 +83,36 @@ def test_dataset_table_has_a_fixed_schema_even_when_timings_are_null():
     row = table.to_pylist()[0]
     assert row["eager_ms"] is None and row["hardware"] is None and row["graph"] == '{"nodes": []}'
     assert dataset_table([]).schema == DATASET_SCHEMA
+
+
+def test_shipped_prior_covers_every_source_for_the_profiles_users_build():
+    for profile, device in (("smoke", "cpu"), ("gpu", "cuda"), ("gpu", "cpu"), ("odd", "tpu")):
+        prior = rounds.load_prior(profile, device)
+        for source in DEFAULT_MIX:
+            alpha, beta = prior.beta(source)
+            assert alpha > 0 and beta > 0 and alpha + beta == pytest.approx(prior.strength)
+        assert 0 < prior.window <= 1
+
+
+def test_survival_round_zero_draws_each_source_by_its_expected_survival():
+    prior = rounds.load_prior("gpu", "cuda")
+    wanted = rounds.quotas(300, DEFAULT_MIX)
+    segments = rounds.next_round(0, wanted, {}, Counter(), 1.25, max_count=10_000, prior=prior)
+    by_source = {s.source: s for s in segments}
+    assert set(by_source) == {s for s, q in wanted.items() if q}
+    for source, segment in by_source.items():
+        alpha, beta = prior.beta(source)
+        assert rounds.chance_met(segment.count, wanted[source], alpha, beta) >= rounds.ROUND_CONFIDENCE
+        assert segment.count >= wanted[source] / (alpha / (alpha + beta))   # at least the mean expectation
+    # torch#1 survives about 1 in 4 on the GPU: it gets about 4x its quota, torch#2 much less
+    assert by_source["torch#1"].count / wanted["torch#1"] > 2 * by_source["torch#2"].count / wanted["torch#2"]
+    starts = [s.start for s in segments]
+    assert starts == sorted(starts) and starts[0] == 0
+    assert all(a.start + a.count == b.start for a, b in zip(segments, segments[1:]))   # no index twice
+
+
+def test_expected_survivors_leave_a_fractional_deficit_rounded_up():
+    [segment] = rounds.next_round(50, {"torch#2": 10}, {"torch#2": 8.4}, Counter({"torch#2": 12}), 1.0, 100,
+                                  prior=rounds.load_prior("gpu", "cuda"))
+    assert segment.start == 50 and segment.count >= 2
+    assert rounds.next_round(0, {"torch#2": 10}, {"torch#2": 10.0}, Counter({"torch#2": 12}), 1.0, 100) == []

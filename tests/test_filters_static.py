@@ -43,7 +43,8 @@ def _verdict(code: str) -> dict:
 
 def test_a_good_task_passes_every_static_filter():
     line = _verdict(GOOD)
-    assert line == {"source": "t.py", "id": "t", "keep": True, "reason": None}
+    # `stage` names the last static stage that ran: a kept task went through the whole chain.
+    assert line == {"source": "t.py", "id": "t", "stage": "stochastic", "keep": True, "reason": None}
 
 
 @pytest.mark.parametrize("snippet, expected", [

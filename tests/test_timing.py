@@ -67,8 +67,8 @@ def test_summarize_matches_numpy_quartiles():
 
 def test_summarize_small_and_outlier_samples():
     assert summarize([1, 2, 3, 4, 100]) == {"median": 3, "iqr": 2, "mean": 22, "std": pytest.approx(43.6177),
-                                           "min": 1, "count": 5}
-    assert summarize([2.5]) == {"median": 2.5, "iqr": 0.0, "mean": 2.5, "std": 0.0, "min": 2.5, "count": 1}
+                                           "min": 1, "max": 100, "count": 5}
+    assert summarize([2.5]) == {"median": 2.5, "iqr": 0.0, "mean": 2.5, "std": 0.0, "min": 2.5, "max": 2.5, "count": 1}
     assert summarize([])["median"] is None and summarize([])["count"] == 0
 
 

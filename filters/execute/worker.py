@@ -4,10 +4,35 @@ from __future__ import annotations
 
 import torch
 
-from filters.base import judge
+from filters.base import Filter, Verdict, judge
 from filters.execute import STAGES
 from filters.execute.task_run import TaskRun
+from opgen.sandbox.gpus import current_gpu_lock_path, gpu_lock
 from opgen.sandbox.torch_state import isolated_torch_state
+
+
+class SharingTheGpu(Filter):
+    """A check that holds its GPU's lock in shared mode while it runs, so it never overlaps a timed trial.
+
+    The compile check is left unlocked: its first call spends seconds compiling on the CPU, and holding
+    the lock through it would keep the timing stage waiting; its GPU work is a few forward calls.
+    """
+
+    def __init__(self, check: Filter, lock_path: str):
+        self.check, self.lock_path = check, lock_path
+        self.name, self.error_reason = check.name, check.error_reason
+        self.reads, self.writes = check.reads, check.writes
+
+    def filter(self, run: TaskRun) -> Verdict:
+        with gpu_lock(self.lock_path, shared=True):
+            return self.check.filter(run)
+
+
+def stages_for(device: str) -> tuple[Filter, ...]:
+    if not device.startswith("cuda"):
+        return STAGES
+    lock = current_gpu_lock_path()
+    return tuple(check if check.name == "compile" else SharingTheGpu(check, lock) for check in STAGES)
 
 
 def check_task(payload: dict) -> dict:
@@ -17,6 +42,6 @@ def check_task(payload: dict) -> dict:
     with isolated_torch_state():
         if threads:
             torch.set_num_threads(int(threads))
-        verdict = judge(run, STAGES)
+        verdict = judge(run, stages_for(run.device))
     return {"reason": verdict.reason, "detail": verdict.detail, "metrics": verdict.metrics,
             "stages": [list(stage) for stage in verdict.stages]}

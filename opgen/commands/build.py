@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+from opgen.commands.timing_options import add_timing_options, timing_options
+from opgen.errors import UsageError
 from opgen.pipeline.build import BuildConfig, run_build
 from opgen.pipeline.executors import make_executor
 
@@ -27,24 +29,41 @@ def register(sub) -> None:
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per candidate in the sandbox")
     parser.add_argument("--memory-mb", type=int, default=4096,
                         help="resident memory limit per sandbox worker (gpu-size tasks need more; 0 for none)")
+    parser.add_argument("--planning", choices=("survival", "rounds"), default="survival",
+                        help="survival: round 0 draws each data source by its expected survival (shipped prior), so "
+                             "most builds need no top-up round; rounds: n x 1.25 from the mix, then top-ups")
+    parser.add_argument("--no-stream", action="store_true",
+                        help="run each round's stages one after another (the old mode; same dataset, slower)")
+    parser.add_argument("--timing-workers", type=int, default=None,
+                        help="timing sandbox workers per GPU (default: half the cores per GPU, 1 to 8)")
+    add_timing_options(parser, compile_option=False)
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.set_defaults(func=run)
 
 
 def run(args) -> int:
+    timing = timing_options(args, "cuda")
+    if args.timing_workers is not None and args.timing_workers < 1:
+        raise UsageError("--timing-workers must be at least 1")
     config = BuildConfig(n=args.n, seed=args.seed, profile=args.profile, device=args.device,
                          reference=args.reference, vocab_plugins=tuple(args.vocab_plugin),
                          shard_size=args.shard_size, timeout_s=args.timeout,
-                         memory_mb=args.memory_mb or None)
+                         memory_mb=args.memory_mb or None, trials=timing.trials, warmups=timing.warmups,
+                         trial_mode=timing.trial_mode, min_trials=timing.min_trials, precision=timing.precision,
+                         planning=args.planning)
     executor = make_executor(args.executor, args.workers)
     try:
-        result = run_build(config, args.out, executor, progress=not args.no_progress)
+        result = run_build(config, args.out, executor, progress=not args.no_progress, stream=not args.no_stream,
+                           timing_workers=args.timing_workers)
     finally:
         executor.close()
     print(result.funnel.table())
     by_source = ", ".join(f"{s} {v['tasks']}/{v['quota']}" for s, v in result.stats["by_source"].items() if v["quota"])
     print(f"\n{result.tasks} of {result.wanted} tasks ({by_source}) from {result.stats['candidates']} candidates "
           f"in {result.stats['rounds']} round(s)")
+    rates = result.stats["throughput"]
+    print(f"{rates['tasks_per_min']} tasks/min, {rates['candidates_per_min']} candidates/min over {rates['wall_s']} s"
+          + (f"; GPU busy {rates['gpu_busy_share']:.0%}" if rates["gpu_busy_share"] is not None else ""))
     print(f"run folder: {result.run_dir}  (tasks.parquet, stats.json, rejected.jsonl, logs/build.log)")
     print(f"next: opgen publish {result.run_dir} --repo-id ORG/NAME --dry-run")
     if result.tasks < result.wanted:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
 
 from opgen.checkpoint import ChunkLog, inputs_identity, run_in_chunks
+from opgen.commands.timing_options import add_timing_options, timing_options
 from opgen.errors import UsageError
 from opgen.jsonl import read_inputs, write_jsonl
 
@@ -16,14 +18,10 @@ def register(sub) -> None:
     parser.add_argument("--input", required=True, help="JSONL of records with `code`, or a folder of .py tasks")
     parser.add_argument("--out", required=True, help="output JSONL: the input records plus the timing columns")
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
-    parser.add_argument("--trials", type=int, default=100, help="timed trials per method (default 100)")
-    parser.add_argument("--warmups", type=int, default=10, help="warm-up calls before the trials (default 10)")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per task (default 600)")
     parser.add_argument("--workers-per-gpu", type=int, default=None,
                         help="sandbox workers per GPU; one times at a time, the others build and compile")
-    parser.add_argument("--seed", type=int, default=0, help="torch seed for weights and inputs (default 0)")
-    parser.add_argument("--tf32", action="store_true", help="allow TF32 in matmul and cuDNN (default off)")
-    parser.add_argument("--no-compile", action="store_true", help="time eager only")
+    add_timing_options(parser)
     parser.add_argument("--cache-dir", default=None, help="inductor/FX-graph cache folder shared by the workers")
     parser.add_argument("--limit", type=int, default=None, help="time only the first N records")
     parser.add_argument("--chunk-size", type=int, default=None,
@@ -33,10 +31,12 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from opgen.timing.driver import default_workers_per_gpu, time_records, timing_summary, visible_gpus
+    from opgen.sandbox.gpus import default_workers_per_gpu, visible_gpus
+    from opgen.timing.driver import time_records, timing_summary
 
-    if args.trials < 1 or args.warmups < 0 or args.timeout <= 0:
-        raise UsageError("--trials must be >= 1, --warmups >= 0 and --timeout > 0")
+    options = timing_options(args, args.device)
+    if args.timeout <= 0:
+        raise UsageError("--timeout must be positive")
     if args.workers_per_gpu is not None and args.workers_per_gpu < 1:
         raise UsageError("--workers-per-gpu must be >= 1")
     records = read_inputs(args.input)[: args.limit]
@@ -51,15 +51,12 @@ def run(args) -> int:
     chunk_size = max(8, chunk_default) if args.chunk_size is None else args.chunk_size
     if chunk_size < 1:
         raise UsageError("--chunk-size must be at least 1")
-    identity = inputs_identity(records, command="time", device=args.device, trials=args.trials,
-                               warmups=args.warmups, timeout=args.timeout, seed=args.seed, tf32=args.tf32,
-                               compile=not args.no_compile, chunk_size=chunk_size)
+    identity = inputs_identity(records, command="time", timeout=args.timeout, chunk_size=chunk_size,
+                               **dataclasses.asdict(options))
 
     def time_chunk(chunk: list[dict]) -> tuple[list[dict], None]:
-        return time_records(chunk, device=args.device, trials=args.trials, warmups=args.warmups,
-                            timeout_s=args.timeout, progress=False, workers_per_gpu=args.workers_per_gpu,
-                            seed=args.seed, tf32=args.tf32, with_compile=not args.no_compile,
-                            cache_dir=args.cache_dir, reuse_pools=True), None
+        return time_records(chunk, options, timeout_s=args.timeout, progress=False,
+                            workers_per_gpu=args.workers_per_gpu, cache_dir=args.cache_dir, reuse_pools=True), None
 
     started = time.perf_counter()
     chunk_log = ChunkLog(args.out, identity)

@@ -42,9 +42,8 @@ def parse_window(text: str | None) -> tuple[float, float] | None:
 
 
 def run(args) -> int:
-    from filters.execute.worker import STAGE_NAMES
-    from filters.static import STATIC_FILTERS, Funnel
-    from filters.validate import SANDBOX_STAGE, validate_records
+    from filters.base import Funnel
+    from filters.validate import VALIDATION_STAGES, validate_records
 
     if args.workers < 1:
         raise UsageError("--workers must be at least 1")
@@ -76,7 +75,7 @@ def run(args) -> int:
     if reused:
         print(f"validate: resumed {reused} of {len(records)} verdicts from {chunk_log.path}", file=sys.stderr)
     funnel = Funnel()
-    funnel.declare([f.name for f in STATIC_FILTERS] + [SANDBOX_STAGE, *STAGE_NAMES])  # chain order in the table
+    funnel.declare(VALIDATION_STAGES)  # chain order in the table
     for chunk_funnel in funnels:
         funnel += Funnel.from_dict(chunk_funnel)
     write_jsonl(args.out, lines)

@@ -1,187 +1,204 @@
-"""The staged, resumable build: sample → static filters → dedup/decontamination → execute → timing → dataset.
+"""The staged, resumable, streaming build: sample → static filters → dedup/decontamination → execute → timing.
 
-Candidates are drawn in rounds until every data source of the target mix has its quota of survivors.
-Every stage output lands in the run folder with a completion marker (see rundir.py), so rerunning the same
-build after a crash recomputes only the unmarked work and ends with the same dataset.
+Candidates are drawn in rounds until every data source of the target mix has its quota of survivors. Within
+the build, stages stream: a shard goes to timing as soon as its execute checks are done, and the next round
+is planned (and validated) while the previous one's tail is still timing. Plans depend only on finished,
+deterministic facts (see `_expected_kept`), so the dataset does not depend on how fast anything ran.
+Every stage output lands in the run folder with a completion marker (see rundir.py), written by this
+driver as jobs finish, so rerunning the same build after a crash recomputes only the unmarked work.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import os
-import socket
+import sys
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlparse
 
-import pyarrow.parquet as pq
+from tqdm import tqdm
 
 from filters.base import Funnel
-from filters.dedup.decontam import CONTAMINATION_THRESHOLD
 from filters.dedup.near import DEDUP_STAGE, dedup_verdicts
-from opgen.errors import UsageError
-from opgen.jsonl import write_jsonl
 from opgen.pipeline import rounds
-from opgen.pipeline.executors import LocalExecutor, RayExecutor
-from opgen.pipeline.report import funnel_and_rejects, kept_by_key
+from opgen.pipeline.config import BuildConfig, BuildResult, load_reference_index
+from opgen.pipeline.executors import LocalExecutor, RayExecutor, run_jobs
+from opgen.pipeline.report import kept_by_key, write_outputs
 from opgen.pipeline.rundir import RunDir, write_json
 from opgen.pipeline.stages import EXECUTE, SAMPLE, TIMING
-from opgen.records import COLUMNS, dataset_table
-from opgen.sample.sampler import DEFAULT_MIX
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-OFFLINE_REFERENCE = REPO_ROOT.parent / "shared" / "kernelbench" / "problems.jsonl"
+__all__ = ["Build", "BuildConfig", "BuildResult", "run_build"]
 log = logging.getLogger("opgen.build")
 
 
-@dataclass(frozen=True)
-class BuildConfig:
-    """Everything that decides the dataset. Executor and worker count are not in it: they change speed only."""
-
-    n: int
-    seed: int
-    profile: str = "smoke"
-    device: str = "cpu"
-    reference: str | None = None
-    vocab_plugins: tuple[str, ...] = ()
-    mix: dict = field(default_factory=lambda: dict(DEFAULT_MIX))
-    shard_size: int = 16
-    oversample: float = 1.25
-    max_rounds: int = 8
-    timeout_s: float = 120.0
-    memory_mb: int = 4096
-    runtime_window_ms: tuple[float, float] = (1.0, 100.0)
-    trials: int = 100
-    warmups: int = 10
-
-    def __post_init__(self) -> None:
-        if self.n < 1:
-            raise UsageError(f"--n must be at least 1, got {self.n}")
-        if self.device not in ("cpu", "cuda"):
-            raise UsageError(f"--device must be cpu or cuda, got {self.device!r}")
-        if self.shard_size < 1:
-            raise UsageError("--shard-size must be at least 1")
-        for path in self.vocab_plugins:
-            if not Path(path).is_file():
-                raise UsageError(f"vocabulary plugin not found: {path}")
-
-    def identity(self, reference_hash: str) -> dict:
-        """The JSON stored in config.json: the options, plugin contents and the reference corpus hash."""
-        data = asdict(self)
-        data["vocab_plugins"] = [str(Path(p).resolve()) for p in self.vocab_plugins]
-        data["vocab_plugin_sha256"] = [hashlib.sha256(Path(p).read_bytes()).hexdigest() for p in self.vocab_plugins]
-        data["runtime_window_ms"] = list(self.runtime_window_ms)
-        data["reference_sha256"] = reference_hash
-        return data
-
-
 @dataclass
-class BuildResult:
-    """What a finished build produced."""
+class RoundState:
+    """One round's shards and which of them have finished each stage."""
 
-    run_dir: Path
-    tasks: int
-    wanted: int
-    stats: dict
-    funnel: Funnel
-
-
-def _hub_reachable(timeout_s: float = 3.0) -> bool:
-    """Whether the Hub answers a TCP connect (saves the datasets client's half-minute of retries offline)."""
-    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
-        return False
-    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname or "huggingface.co"
-    try:
-        socket.create_connection((host, 443), timeout=timeout_s).close()
-        return True
-    except OSError:
-        return False
-
-
-def load_reference_index(reference: str | None):
-    """The KernelBench index; the Hub default falls back to the offline copy next to the repo when unreachable."""
-    from kernels_ref import DEFAULT_REFERENCE, reference_index
-
-    source = reference or DEFAULT_REFERENCE
-    if reference is None and OFFLINE_REFERENCE.is_file() and not _hub_reachable():
-        log.warning("Hugging Face Hub unreachable; KernelBench from the offline copy %s", OFFLINE_REFERENCE)
-        return reference_index(str(OFFLINE_REFERENCE))
-    try:
-        return reference_index(source)
-    except UsageError:
-        if reference is None and OFFLINE_REFERENCE.is_file():
-            log.warning("KernelBench %s unreachable; using the offline copy %s", source, OFFLINE_REFERENCE)
-            return reference_index(str(OFFLINE_REFERENCE))
-        raise
+    index: int
+    shards: list[int]
+    executed: set[int] = field(default_factory=set)
+    timed: set[int] = field(default_factory=set)
+    timing_sent: set[int] = field(default_factory=set)
+    complete: bool = False
 
 
 class Build:
-    """One build over a run folder; `run()` does (or finishes) it."""
+    """One build over a run folder; `run()` does (or finishes) it. `stream=False` runs the stages of a round
+    one after another (the old mode, kept for comparison); it changes speed, never the dataset."""
 
     def __init__(self, config: BuildConfig, run_dir: str | Path, executor: LocalExecutor | RayExecutor,
-                 progress: bool = True):
+                 progress: bool = True, stream: bool = True, timing_workers: int | None = None):
         self.config = config
         self.rundir = RunDir(run_dir)
         self.executor = executor
         self.progress = progress
+        self.stream = stream
+        self.timing_workers = timing_workers
         self.wanted = rounds.quotas(config.n, config.mix)
+        self.prior = rounds.load_prior(config.profile, config.device)
+        self.timed = config.timing_device is not None
         self.index = None
-        self._dedup_cache: dict[int, dict[int, dict]] = {}
+        self.rounds: list[RoundState] = []
+        self.pending: dict[Future, tuple[str, int, int]] = {}   # future -> (stage, round, shard)
+        self.busy: Counter = Counter()                          # seconds each stage's jobs ran, this invocation
+        self.bar: tqdm | None = None
 
-    def _round_shards(self, round_index: int) -> list[int]:
-        plan = json.loads((self.rundir.round_dir(round_index) / "plan.json").read_text(encoding="utf-8"))
-        return [s["shard"] for s in plan["shards"]]
-
-    # the round loop ------------------------------------------------------------------------------------------
+    # the loop ------------------------------------------------------------------------------------------------
     def run(self) -> BuildResult:
         started = time.perf_counter()
         self.index = load_reference_index(self.config.reference)
         resuming = self.rundir.claim(self.config.identity(self.index.content_hash))
-        self.rundir.root.mkdir(parents=True, exist_ok=True)
         self.rundir.open_log()
-        log.info("%s build n=%d seed=%d in %s (executor %s)", "resuming" if resuming else "starting",
-                 self.config.n, self.config.seed, self.rundir.root, self.executor.name)
-        survivors: list[dict] = []
-        drawn: Counter = Counter()
-        next_shard = next_index = 0
-        round_index = 0
-        for round_index in range(self.config.max_rounds):
-            kept = Counter(r["data_source"] for r in survivors)
-            if all(kept[s] >= q for s, q in self.wanted.items()):
-                break
-            plan = self._plan(round_index, next_shard, next_index, kept, drawn)
-            round_survivors, round_drawn = self._run_round(round_index, plan, survivors)
-            survivors += round_survivors
-            drawn += round_drawn
-            next_shard = max(s["shard"] for s in plan["shards"]) + 1
-            next_index = max(s["start"] + s["count"] for s in plan["shards"])
-        else:
-            round_index = self.config.max_rounds
+        self.rundir.start_clock()
+        log.info("%s build n=%d seed=%d in %s (executor %s, %s)", "resuming" if resuming else "starting",
+                 self.config.n, self.config.seed, self.rundir.root, self.executor.name,
+                 "streaming" if self.stream else "stage by stage")
+        self.bar = tqdm(total=self.config.n, desc="tasks", unit="task", file=sys.stderr, disable=not self.progress,
+                        dynamic_ncols=True, position=0)
+        try:
+            self._rounds()
+            self._drain(lambda: not self.pending)
+        finally:
+            self.bar.close()
+            for future in self.pending:
+                future.cancel()
+        survivors = [r for state in self.rounds for r in self._survivors(state)]
         chosen, surplus = rounds.select(survivors, self.wanted)
         if len(chosen) < self.config.n:
-            log.warning("only %d of %d tasks after %d rounds", len(chosen), self.config.n, self.config.max_rounds)
-        result = self._finish(chosen, surplus, survivors, drawn, round_index, time.perf_counter() - started)
-        log.info("done: %d tasks", result.tasks)
+            log.warning("only %d of %d tasks after %d rounds", len(chosen), self.config.n, len(self.rounds))
+        result = write_outputs(self, chosen, surplus, survivors, time.perf_counter() - started)
+        log.info("done: %d tasks; %s", result.tasks, json.dumps(result.stats["throughput"]))
         self.rundir.close_log()
         return result
 
-    def _plan(self, round_index: int, next_shard: int, next_index: int, kept: Counter, drawn: Counter) -> dict:
+    def _rounds(self) -> None:
+        for round_index in range(self.config.max_rounds):
+            kept: dict[str, float] = {}
+            if round_index > 0:
+                # plan only from finished facts: round r-1 executed, rounds up to r-2 timed
+                last = self.rounds[-1]
+                self._drain(lambda last=last: self._executed(last) and all(s.complete for s in self.rounds[:-1]))
+                kept = self._expected_kept()
+                if self._met(kept):
+                    self._drain(lambda: not self.pending)
+                    kept = dict(self._final_kept())
+                    if self._met(kept):
+                        return
+            plan = self._plan(round_index, kept)
+            state = RoundState(round_index, [s["shard"] for s in plan["shards"]])
+            self.rounds.append(state)
+            if self.rundir.done(self.rundir.round_dir(round_index), "round") is not None:
+                state.complete = True
+                state.executed = state.timed = set(state.shards)
+                self._count_published()
+                continue
+            self._static(round_index, plan)
+            self._dedup(state)
+            self._submit_work(state)
+        log.warning("stopped after --max-rounds %d rounds", self.config.max_rounds)
+
+    def _drain(self, until: Callable[[], bool]) -> None:
+        """Handle finished jobs (in this thread: only the driver writes the run folder) until `until()`."""
+        while True:
+            for state in self.rounds:
+                self._complete_if_done(state)
+            if until():
+                return
+            if not self.pending:
+                raise RuntimeError("build stalled: waiting with no job in flight")
+            finished, _ = wait(list(self.pending), return_when=FIRST_COMPLETED)
+            for future in sorted(finished, key=lambda f: self.pending[f]):
+                stage, round_index, shard = self.pending.pop(future)
+                result = future.result()
+                self.busy[stage] += result.get("busy_s", 0.0)
+                state = self.rounds[round_index]
+                if stage == EXECUTE.name:
+                    self._on_execute(state, shard, result)
+                else:
+                    self._on_timing(state, shard, result)
+
+    # planning ------------------------------------------------------------------------------------------------
+    def _met(self, kept: dict[str, float]) -> bool:
+        return all(kept.get(source, 0) >= quota for source, quota in self.wanted.items())
+
+    def _final_kept(self) -> Counter:
+        return Counter(r["data_source"] for state in self.rounds for r in self._survivors(state))
+
+    def _expected_kept(self) -> dict[str, float]:
+        """Survivors per source of the rounds so far: counted for every round but the last, and for the last
+        its executed survivors times the window's expected share (prior, updated by the counted rounds)."""
+        *counted, last = self.rounds
+        kept: Counter = Counter()
+        timed_in, timed_out = 0, 0
+        for state in counted:
+            survivors = self._survivors(state)
+            kept.update(r["data_source"] for r in survivors)
+            if self.timed:
+                executed = len(self._executed_survivors(state))
+                timed_in, timed_out = timed_in + len(survivors), timed_out + executed - len(survivors)
+        share = 1.0
+        if self.timed:
+            alpha = self.prior.strength * self.prior.window + timed_in
+            share = alpha / (self.prior.strength + timed_in + timed_out)
+        expected: dict[str, float] = dict(kept)
+        for record in self._executed_survivors(last):
+            expected[record["data_source"]] = expected.get(record["data_source"], 0) + share
+        return expected
+
+    def _drawn(self) -> Counter:
+        return Counter(c["data_source"] for state in self.rounds for shard in state.shards
+                       for c in self.rundir.rows(self.rundir.shard_dir(shard), "candidates"))
+
+    def _plan(self, round_index: int, kept: dict[str, float]) -> dict:
+        """The round's shards: read back, or drawn for the deficit left by `kept` (expected survivors)."""
         folder = self.rundir.round_dir(round_index)
         if (folder / "plan.json").is_file():
             return json.loads((folder / "plan.json").read_text(encoding="utf-8"))
-        if round_index == 0:
-            segments = rounds.first_round(self.config.n, self.config.oversample)
+        config = self.config
+        next_shard = next_index = 0
+        if self.rounds:
+            last = json.loads((self.rundir.round_dir(round_index - 1) / "plan.json").read_text(encoding="utf-8"))
+            next_shard = max(s["shard"] for s in last["shards"]) + 1
+            next_index = max(s["start"] + s["count"] for s in last["shards"])
+        if round_index == 0 and config.planning == "rounds":
+            segments = rounds.first_round(config.n, config.oversample)
+        elif round_index == 0:
+            segments = rounds.next_round(0, self.wanted, {}, Counter(), config.oversample,
+                                         max_count=10 * config.n + 100, prior=self.prior)
         else:
-            segments = rounds.next_round(next_index, self.wanted, kept, drawn, self.config.oversample,
-                                         max_count=max(self.config.n, 4 * self.config.shard_size))
+            prior = self.prior if config.planning == "survival" else None
+            segments = rounds.next_round(next_index, self.wanted, kept, self._drawn(),
+                                         config.oversample, max_count=max(config.n, 4 * config.shard_size),
+                                         prior=prior)
         shards = []
         for segment in segments:
-            for start in range(segment.start, segment.start + segment.count, self.config.shard_size):
-                count = min(self.config.shard_size, segment.start + segment.count - start)
+            for start in range(segment.start, segment.start + segment.count, config.shard_size):
+                count = min(config.shard_size, segment.start + segment.count - start)
                 shards.append({"shard": next_shard + len(shards), "source": segment.source, "start": start,
                                "count": count})
         plan = {"round": round_index, "shards": shards}
@@ -190,29 +207,7 @@ class Build:
                  len(shards), ", ".join(f"{s.source or 'mix'}:{s.count}" for s in segments))
         return plan
 
-    def _run_round(self, round_index: int, plan: dict, earlier: list[dict]) -> tuple[list[dict], Counter]:
-        folder = self.rundir.round_dir(round_index)
-        shards = [s["shard"] for s in plan["shards"]]
-        if self.rundir.done(folder, "round") is None:
-            self._static(round_index, plan)
-            self._dedup(round_index, shards, earlier)
-            self._execute(round_index, shards)
-            if self.config.device == "cuda":
-                self._timing(round_index, shards)
-            survivors = self._survivors(round_index, shards)
-            self.rundir.write_rows(folder, "survivors", survivors)
-            self.rundir.mark(folder, "round", {"survivors": len(survivors)})
-        survivors = self.rundir.rows(folder, "survivors")
-        drawn = Counter(c["data_source"] for shard in shards
-                        for c in self.rundir.rows(self.rundir.shard_dir(shard), "candidates"))
-        return survivors, drawn
-
     # stages --------------------------------------------------------------------------------------------------
-    def _stage(self, stage, round_index: int, jobs: list, on_result, done: int) -> None:
-        if jobs:
-            self.executor.run(stage, jobs, on_result, desc=f"round {round_index} {stage.name}",
-                              progress=self.progress, initial=done)
-
     def _static(self, round_index: int, plan: dict) -> None:
         config = self.config
         plugins = [str(Path(p).resolve()) for p in config.vocab_plugins]
@@ -222,136 +217,145 @@ class Build:
                 for s in plan["shards"] if self.rundir.done(self.rundir.shard_dir(s["shard"]), "static") is None]
 
         def on_result(shard: int, result: dict) -> None:
+            self.busy[SAMPLE.name] += result.get("busy_s", 0.0)
             folder = self.rundir.shard_dir(shard)
             self.rundir.write_rows(folder, "candidates", result["candidates"])
             self.rundir.write_rows(folder, "static", result["verdicts"])
             self.rundir.mark(folder, "static", {"funnel": result["funnel"], "candidates": len(result["candidates"])})
 
-        self._stage(SAMPLE, round_index, jobs, on_result, len(plan["shards"]) - len(jobs))
+        if jobs:
+            run_jobs(self.executor, SAMPLE, jobs, on_result, desc=f"round {round_index} {SAMPLE.name}",
+                     progress=self.progress, initial=len(plan["shards"]) - len(jobs))
 
     def _static_kept(self, shard: int) -> list[dict]:
         folder = self.rundir.shard_dir(shard)
-        verdicts = self.rundir.rows(folder, "static")
-        return kept_by_key(self.rundir.rows(folder, "candidates"), verdicts)
+        return kept_by_key(self.rundir.rows(folder, "candidates"), self.rundir.rows(folder, "static"))
 
-    def _dedup(self, round_index: int, shards: list[int], earlier: list[dict]) -> None:
-        folder = self.rundir.round_dir(round_index)
+    def _dedup(self, state: RoundState) -> None:
+        """Dedup and decontamination of the round; earlier rounds' executed survivors always survive."""
+        folder = self.rundir.round_dir(state.index)
         if self.rundir.done(folder, "dedup") is not None:
             return
         started = time.perf_counter()
-        records = [c for shard in shards for c in self._static_kept(shard)]
+        records = [c for shard in state.shards for c in self._static_kept(shard)]
+        earlier = [r for s in self.rounds[:-1] for r in self._executed_survivors(s)]
         funnel = Funnel()
         verdicts = dedup_verdicts(records, reference=self.index, existing=earlier, funnel=funnel)
         funnel.add_seconds(DEDUP_STAGE, time.perf_counter() - started)
+        self.busy[DEDUP_STAGE] += time.perf_counter() - started
         self.rundir.write_rows(folder, "dedup", verdicts)
         self.rundir.mark(folder, "dedup", {"funnel": funnel.to_dict()})
 
-    def _dedup_lines(self, round_index: int, shards: list[int]) -> dict[int, dict]:
-        """Dedup verdict per sample index (ids repeat for identical codes; sample indices never do)."""
-        return {v["sample_index"]: v for v in self.rundir.rows(self.rundir.round_dir(round_index), "dedup")}
-
-    def _executable(self, round_index: int, shard: int) -> list[dict]:
+    def _executable(self, state: RoundState, shard: int) -> list[dict]:
         """A shard's candidates that passed the static chain and dedup, with their KernelBench neighbour."""
-        if round_index not in self._dedup_cache:
-            self._dedup_cache[round_index] = self._dedup_lines(round_index, self._round_shards(round_index))
-        lines = self._dedup_cache[round_index]
-        out = []
-        for record in self._static_kept(shard):
-            line = lines[record["sample_index"]]
-            if line["keep"]:
-                out.append({**record, "kb_nearest": line.get("kb_nearest"), "kb_similarity": line.get("kb_similarity")})
-        return out
+        lines = {v["sample_index"]: v for v in self.rundir.rows(self.rundir.round_dir(state.index), "dedup")}
+        return [{**record, "kb_nearest": lines[record["sample_index"]].get("kb_nearest"),
+                 "kb_similarity": lines[record["sample_index"]].get("kb_similarity")}
+                for record in self._static_kept(shard) if lines[record["sample_index"]]["keep"]]
 
-    def _execute(self, round_index: int, shards: list[int]) -> None:
+    def _submit_work(self, state: RoundState) -> None:
+        """Execute jobs for the round's unexecuted shards; timing jobs for those executed but not timed."""
         config = self.config
-        todo = [s for s in shards if self.rundir.done(self.rundir.shard_dir(s), "execute") is None]
-        jobs = []
-        for shard in todo:
-            records = self._executable(round_index, shard)
-            if not records:
-                self._on_execute(shard, {"verdicts": [], "funnel": Funnel().to_dict()})
+        for shard in state.shards:
+            folder = self.rundir.shard_dir(shard)
+            if self.rundir.done(folder, "execute") is not None:
+                state.executed.add(shard)
                 continue
-            jobs.append((shard, {"records": records, "device": config.device, "timeout_s": config.timeout_s,
-                                 "memory_mb": config.memory_mb, "workers": self.executor.job_workers(EXECUTE),
-                                 "seed": config.seed, "window_ms": list(config.runtime_window_ms)}))
-        self._stage(EXECUTE, round_index, jobs, self._on_execute, len(shards) - len(jobs))
+            records = self._executable(state, shard)
+            if not records:
+                self._on_execute(state, shard, {"verdicts": [], "funnel": Funnel().to_dict()})
+                continue
+            payload = {"records": records, "device": config.device, "timeout_s": config.timeout_s,
+                       "memory_mb": config.memory_mb, "workers": self.executor.job_workers(EXECUTE),
+                       "seed": config.seed, "window_ms": list(config.runtime_window_ms)}
+            self.pending[self.executor.submit(EXECUTE, payload)] = (EXECUTE.name, state.index, shard)
+        self._send_timing(state)
 
-    def _on_execute(self, shard: int, result: dict) -> None:
+    def _send_timing(self, state: RoundState) -> None:
+        """Timing jobs for executed shards not yet timed: each one as soon as it is executed (streaming), or
+        all of the round's once every shard is executed."""
+        if not self.timed or not (self.stream or self._executed(state)):
+            return
+        for shard in sorted(state.executed - state.timing_sent):
+            state.timing_sent.add(shard)
+            folder = self.rundir.shard_dir(shard)
+            if self.rundir.done(folder, "timing") is not None:
+                state.timed.add(shard)
+                continue
+            records = self._executed_in(state, shard)
+            if not records:
+                self._on_timing(state, shard, {"records": [], "verdicts": [], "funnel": Funnel().to_dict()})
+                continue
+            payload = {"records": records, "options": self.config.timing_options(),
+                       "timeout_s": max(600.0, self.config.timeout_s), "window_ms": list(self.config.runtime_window_ms),
+                       "workers_per_gpu": self.timing_workers}
+            self.pending[self.executor.submit(TIMING, payload)] = (TIMING.name, state.index, shard)
+
+    def _on_execute(self, state: RoundState, shard: int, result: dict) -> None:
         folder = self.rundir.shard_dir(shard)
         self.rundir.write_rows(folder, "execute", result["verdicts"])
         self.rundir.mark(folder, "execute", {"funnel": result["funnel"]})
+        state.executed.add(shard)
+        if not self.timed:
+            self._count_published()
+        self._send_timing(state)
 
-    def _executed(self, round_index: int, shard: int) -> list[dict]:
-        verdicts = self.rundir.rows(self.rundir.shard_dir(shard), "execute")
-        return kept_by_key(self._executable(round_index, shard), verdicts)
-
-    def _timing(self, round_index: int, shards: list[int]) -> None:
-        config = self.config
-        todo = [s for s in shards if self.rundir.done(self.rundir.shard_dir(s), "timing") is None]
-        jobs = []
-        for shard in todo:
-            records = self._executed(round_index, shard)
-            if not records:
-                self._on_timing(shard, {"records": [], "verdicts": [], "funnel": Funnel().to_dict()})
-                continue
-            jobs.append((shard, {"records": records, "trials": config.trials, "warmups": config.warmups,
-                                 "timeout_s": max(600.0, config.timeout_s), "window_ms": list(config.runtime_window_ms),
-                                 "seed": config.seed}))
-        self._stage(TIMING, round_index, jobs, self._on_timing, len(shards) - len(jobs))
-
-    def _on_timing(self, shard: int, result: dict) -> None:
+    def _on_timing(self, state: RoundState, shard: int, result: dict) -> None:
         folder = self.rundir.shard_dir(shard)
         self.rundir.write_rows(folder, "timed", result["records"])
         self.rundir.write_rows(folder, "timing", result["verdicts"])
-        self.rundir.mark(folder, "timing", {"funnel": result["funnel"]})
+        self.rundir.mark(folder, "timing", {"funnel": result["funnel"], "gpu_s": result.get("gpu_s", 0.0)})
+        state.timed.add(shard)
+        self._count_published()
 
-    def _survivors(self, round_index: int, shards: list[int]) -> list[dict]:
-        survivors = []
-        for shard in shards:
-            if self.config.device == "cuda":
-                folder = self.rundir.shard_dir(shard)
-                survivors += kept_by_key(self.rundir.rows(folder, "timed"), self.rundir.rows(folder, "timing"))
-            else:
-                survivors += self._executed(round_index, shard)
-        return survivors
+    # survivors -----------------------------------------------------------------------------------------------
+    def _executed(self, state: RoundState) -> bool:
+        return state.executed >= set(state.shards)
 
-    # outputs -------------------------------------------------------------------------------------------------
-    def _finish(self, chosen: list[dict], surplus: list[dict], survivors: list[dict], drawn: Counter,
-                rounds_run: int, seconds: float) -> BuildResult:
-        funnel, rejected = funnel_and_rejects(self.rundir, rounds_run, self.config.device)
-        write_jsonl(self.rundir.rejected_path, rejected)
-        table = dataset_table(chosen)
-        tmp = self.rundir.tasks_path.with_name("tasks.parquet.tmp")
-        pq.write_table(table, tmp)
-        tmp.replace(self.rundir.tasks_path)
-        got = Counter(r["data_source"] for r in chosen)
-        stats = {
-            "tasks": len(chosen), "wanted": self.config.n, "complete": len(chosen) == self.config.n,
-            "candidates": sum(drawn.values()), "survivors": len(survivors), "surplus": len(surplus),
-            "rounds": rounds_run, "seed": self.config.seed, "profile": self.config.profile,
-            "device": self.config.device, "columns": list(COLUMNS),
-            "by_source": {s: {"quota": q, "tasks": got[s], "candidates": drawn[s],
-                              "survivors": sum(1 for r in survivors if r["data_source"] == s)}
-                          for s, q in self.wanted.items()},
-            "rejected": dict(sorted(Counter(r["reason"] for r in rejected).items())),
-            "funnel": funnel.to_dict(), "seconds": round(seconds, 3),
-            "contamination_threshold": CONTAMINATION_THRESHOLD,
-        }
-        if self.config.device == "cuda":
-            from opgen.timing.driver import timing_summary
+    def _executed_in(self, state: RoundState, shard: int) -> list[dict]:
+        return kept_by_key(self._executable(state, shard), self.rundir.rows(self.rundir.shard_dir(shard), "execute"))
 
-            stats["timing"] = timing_summary(chosen, *self.config.runtime_window_ms)
-        write_json(self.rundir.stats_path, stats)
-        return BuildResult(self.rundir.root, len(chosen), self.config.n, stats, funnel)
+    def _executed_survivors(self, state: RoundState) -> list[dict]:
+        return [r for shard in state.shards for r in self._executed_in(state, shard)]
+
+    def _shard_survivors(self, state: RoundState, shard: int) -> list[dict]:
+        if not self.timed:
+            return self._executed_in(state, shard)
+        folder = self.rundir.shard_dir(shard)
+        return kept_by_key(self.rundir.rows(folder, "timed"), self.rundir.rows(folder, "timing"))
+
+    def _survivors(self, state: RoundState) -> list[dict]:
+        folder = self.rundir.round_dir(state.index)
+        if self.rundir.done(folder, "round") is not None:
+            return self.rundir.rows(folder, "survivors")
+        done = state.timed if self.timed else state.executed
+        return [r for shard in state.shards if shard in done for r in self._shard_survivors(state, shard)]
+
+    def _complete_if_done(self, state: RoundState) -> None:
+        if state.complete or not self._executed(state) or (self.timed and state.timed < set(state.shards)):
+            return
+        folder = self.rundir.round_dir(state.index)
+        survivors = self._survivors(state)
+        self.rundir.write_rows(folder, "survivors", survivors)
+        self.rundir.mark(folder, "round", {"survivors": len(survivors)})
+        state.complete = True
+
+    def _count_published(self) -> None:
+        """The progress bar: tasks that will be published (survivors so far, capped per source by its quota)."""
+        if self.bar is None:
+            return
+        kept = self._final_kept()
+        published = sum(min(kept[source], quota) for source, quota in self.wanted.items())
+        self.bar.update(published - self.bar.n)
 
 
 def run_build(config: BuildConfig, run_dir: str | Path, executor: LocalExecutor | RayExecutor | None = None,
-              progress: bool = True) -> BuildResult:
+              progress: bool = True, stream: bool = True, timing_workers: int | None = None) -> BuildResult:
     """Build (or resume) the dataset of `config` in `run_dir` with `executor` (default: local, 2 workers)."""
     own = executor is None
     executor = executor or LocalExecutor(2)
     try:
-        return Build(config, run_dir, executor, progress).run()
+        return Build(config, run_dir, executor, progress, stream, timing_workers).run()
     finally:
         if own:
             executor.close()

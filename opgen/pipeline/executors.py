@@ -1,8 +1,9 @@
 """Executors that run a stage's shard jobs: a local process pool (default) or Ray tasks with declared resources.
 
 A stage is a module-level function `fn(payload) -> result` plus the resources one job needs. Executors only
-compute: results come back to the driver through `on_result(key, result)` as each job finishes, and the
-driver writes the shard files and markers, so a killed run loses at most the jobs in flight.
+compute: `submit(stage, payload)` returns a future, and the driver writes the shard files and markers as
+futures finish, so a killed run loses at most the jobs in flight. Jobs of different stages run at the same
+time (validation of one shard while another is timed); jobs of one own-worker stage run one after another.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,31 +65,21 @@ class LocalExecutor:
     def __init__(self, workers: int = 2):
         self.workers = max(1, workers)
         self._pool: ProcessPoolExecutor | None = None
+        self._lanes: dict[str, ThreadPoolExecutor] = {}
+
+    def submit(self, stage: Stage, payload: dict) -> Future:
+        """Start one job: an own-worker stage in its own driver thread (its jobs queue there), any other in the
+        process pool."""
+        if stage.own_workers or self.workers == 1:
+            if stage.name not in self._lanes:
+                self._lanes[stage.name] = ThreadPoolExecutor(1, thread_name_prefix=f"opgen-{stage.name}")
+            return self._lanes[stage.name].submit(stage.fn, payload)
+        return self._get_pool().submit(stage.fn, payload)
 
     def job_workers(self, stage: Stage) -> int:
         """Sandbox workers one job of an own-worker stage may start (all of them: jobs run one at a time)."""
         return self.workers
 
-    def run(self, stage: Stage, jobs: list[Job], on_result: OnResult, desc: str, progress: bool = True,
-            initial: int = 0) -> None:
-        bar = tqdm(total=initial + len(jobs), initial=initial, desc=desc, unit="shard", file=sys.stderr,
-                   disable=not progress, dynamic_ncols=True)
-        try:
-            if stage.own_workers or self.workers == 1 or len(jobs) <= 1:
-                for key, payload in jobs:
-                    on_result(key, stage.fn(payload))
-                    bar.update(1)
-                return
-            pool = self._get_pool()
-            pending = {pool.submit(stage.fn, payload): key for key, payload in jobs}
-            while pending:
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for future in sorted(finished, key=lambda f: str(pending[f])):
-                    key = pending.pop(future)
-                    on_result(key, future.result())
-                    bar.update(1)
-        finally:
-            bar.close()
 
     def _get_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
@@ -98,6 +89,9 @@ class LocalExecutor:
         return self._pool
 
     def close(self) -> None:
+        for lane in self._lanes.values():
+            lane.shutdown(wait=True, cancel_futures=True)
+        self._lanes.clear()
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
@@ -140,28 +134,35 @@ class RayExecutor:
                 retry_exceptions=False, name=f"opgen-{stage.name}")
         return self._remote[stage.name]
 
-    def run(self, stage: Stage, jobs: list[Job], on_result: OnResult, desc: str, progress: bool = True,
-            initial: int = 0) -> None:
-        remote = self._remote_fn(stage)
-        pending = {remote.remote(payload): key for key, payload in jobs}
-        bar = tqdm(total=initial + len(jobs), initial=initial, desc=desc, unit="shard", file=sys.stderr,
-                   disable=not progress, dynamic_ncols=True)
-        try:
-            while pending:
-                finished, _ = self.ray.wait(list(pending), num_returns=1)
-                for ref in finished:
-                    key = pending.pop(ref)
-                    on_result(key, self.ray.get(ref))
-                    bar.update(1)
-        finally:
-            for ref in pending:
-                self.ray.cancel(ref, force=True)
-            bar.close()
+    def submit(self, stage: Stage, payload: dict) -> Future:
+        """Start one job as a Ray task; its result comes back as a concurrent.futures.Future."""
+        return self._remote_fn(stage).remote(payload).future()
+
 
     def close(self) -> None:
         if self._started:
             self.ray.shutdown()
             self._started = False
+
+
+def run_jobs(executor: LocalExecutor | RayExecutor, stage: Stage, jobs: list[Job], on_result: OnResult,
+             desc: str, progress: bool = True, initial: int = 0) -> None:
+    """Run `jobs` on `executor` and hand each result to `on_result(key, result)` in the driver as it finishes
+    (ties in key order); jobs still running when one fails are cancelled where they can be."""
+    bar = tqdm(total=initial + len(jobs), initial=initial, desc=desc, unit="shard", file=sys.stderr,
+               disable=not progress, dynamic_ncols=True)
+    pending = {executor.submit(stage, payload): key for key, payload in jobs}
+    try:
+        while pending:
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in sorted(finished, key=lambda f: str(pending[f])):
+                key = pending.pop(future)
+                on_result(key, future.result())
+                bar.update(1)
+    finally:
+        for future in pending:
+            future.cancel()
+        bar.close()
 
 
 def make_executor(name: str, workers: int = 2) -> LocalExecutor | RayExecutor:

@@ -1,14 +1,22 @@
-"""The build's report from its run folder: the merged funnel, and one rejected line per rejected candidate."""
+"""The build's report from its run folder: the merged funnel, one rejected line per rejected candidate, the
+dataset file, and stats.json with the throughput figures."""
 
 from __future__ import annotations
 
 import json
+from collections import Counter
+
+import pyarrow.parquet as pq
 
 from filters.base import Funnel
+from filters.dedup.decontam import CONTAMINATION_THRESHOLD
 from filters.dedup.near import DEDUP_STAGE
 from filters.validate import VALIDATION_STAGES
 from filters.window import RuntimeWindow
-from opgen.pipeline.rundir import RunDir
+from opgen.jsonl import write_jsonl
+from opgen.pipeline.config import BuildResult
+from opgen.pipeline.rundir import RunDir, write_json
+from opgen.records import COLUMNS, dataset_table
 
 SHARD_STAGES = ("static", "execute", "timing")   # per-shard stage files, in pipeline order
 
@@ -61,3 +69,67 @@ def funnel_and_rejects(rundir: RunDir, rounds_run: int, device: str) -> tuple[Fu
                              "reason": verdict["reason"], "detail": verdict.get("detail"),
                              "duplicate_of": verdict.get("duplicate_of"), "kb_nearest": verdict.get("kb_nearest")})
     return funnel, rejected
+
+
+TRIAL_BINS = ((10, "10"), (20, "11-20"), (50, "21-50"), (99, "51-99"), (10**9, "100+"))
+
+
+def trials_histogram(records: list[dict]) -> dict[str, int]:
+    """How many timed methods (eager and compile of each task) used how many trials."""
+    counts: Counter = Counter()
+    for record in records:
+        for key in ("eager_ms_count", "compile_ms_count"):
+            if record.get(key):
+                counts[next(label for limit, label in TRIAL_BINS if record[key] <= limit)] += 1
+    return {label: counts[label] for _, label in TRIAL_BINS if counts[label]}
+
+
+def throughput(build, tasks: int, candidates: int, invocation_s: float) -> dict:
+    """Wall time (every invocation), per-stage busy seconds (this invocation), GPU busy share, rates."""
+    wall = build.rundir.wall_seconds() or invocation_s
+    gpu_s = sum((build.rundir.done(build.rundir.shard_dir(shard), "timing") or {}).get("gpu_s", 0.0)
+                for state in build.rounds for shard in state.shards)
+    gpus = 1
+    if build.config.timing_device == "cuda":
+        from opgen.sandbox.gpus import visible_gpus
+
+        gpus = max(1, len(visible_gpus()))
+    return {"wall_s": round(wall, 2), "invocation_s": round(invocation_s, 2),
+            "busy_s": {stage: round(seconds, 2) for stage, seconds in build.busy.items()},
+            "gpu_timed_s": round(gpu_s, 2), "gpus": gpus,
+            "gpu_busy_share": round(gpu_s / (wall * gpus), 4) if build.config.timing_device == "cuda" and wall else None,
+            "candidates_per_min": round(60 * candidates / wall, 2) if wall else None,
+            "tasks_per_min": round(60 * tasks / wall, 2) if wall else None}
+
+
+def write_outputs(build, chosen: list[dict], surplus: list[dict], survivors: list[dict],
+                  invocation_s: float) -> BuildResult:
+    """tasks.parquet, rejected.jsonl and stats.json of a finished build."""
+    rundir, config = build.rundir, build.config
+    funnel, rejected = funnel_and_rejects(rundir, len(build.rounds), "cuda" if build.timed else config.device)
+    write_jsonl(rundir.rejected_path, rejected)
+    tmp = rundir.tasks_path.with_name("tasks.parquet.tmp")
+    pq.write_table(dataset_table(chosen), tmp)
+    tmp.replace(rundir.tasks_path)
+    got = Counter(r["data_source"] for r in chosen)
+    drawn = build._drawn()
+    stats = {
+        "tasks": len(chosen), "wanted": config.n, "complete": len(chosen) == config.n,
+        "candidates": sum(drawn.values()), "survivors": len(survivors), "surplus": len(surplus),
+        "rounds": len(build.rounds), "seed": config.seed, "profile": config.profile,
+        "device": config.device, "columns": list(COLUMNS),
+        "by_source": {s: {"quota": q, "tasks": got[s], "candidates": drawn[s],
+                          "survivors": sum(1 for r in survivors if r["data_source"] == s)}
+                      for s, q in build.wanted.items()},
+        "rejected": dict(sorted(Counter(r["reason"] for r in rejected).items())),
+        "funnel": funnel.to_dict(), "seconds": round(invocation_s, 3),
+        "contamination_threshold": CONTAMINATION_THRESHOLD,
+        "throughput": throughput(build, len(chosen), sum(drawn.values()), invocation_s),
+    }
+    if build.timed:
+        from opgen.timing.driver import timing_summary
+
+        stats["timing"] = {**timing_summary(chosen, *config.runtime_window_ms),
+                           "trials_histogram": trials_histogram(chosen)}
+    write_json(rundir.stats_path, stats)
+    return BuildResult(rundir.root, len(chosen), config.n, stats, funnel)

@@ -1,10 +1,40 @@
-"""Round planning: per-source quotas of the target mix, how many candidates the next round draws, selection."""
+"""Round planning: per-source quotas of the target mix, how many candidates a round draws, selection.
+
+A source's survival rate (candidate to dataset task) is uncertain: Beta(alpha, beta), starting from the prior
+shipped in `survival_prior.json` (by profile and device) and updated with the run's own candidates.
+"""
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
+
+PRIOR_PATH = Path(__file__).with_name("survival_prior.json")
+
+
+@dataclass(frozen=True)
+class SurvivalPrior:
+    """Expected survival per data source (candidate to task), the timing window's share of executed
+    survivors, and how many candidates the prior is worth against the run's own counts."""
+
+    candidate: dict[str, float]
+    window: float
+    strength: float
+
+    def beta(self, source: str) -> tuple[float, float]:
+        rate = min(0.98, max(0.02, self.candidate.get(source, self.candidate.get("default", 0.5))))
+        return self.strength * rate, self.strength * (1 - rate)
+
+
+def load_prior(profile: str, device: str, path: Path = PRIOR_PATH) -> SurvivalPrior:
+    """The shipped prior for `profile/device` (else its `default` entry)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    entry = data.get(f"{profile}/{device}", data["default"])
+    return SurvivalPrior(dict(entry["candidate"]), float(entry.get("window", 1.0)), float(data["strength"]))
 
 
 def quotas(n: int, mix: dict[str, float]) -> dict[str, int]:
@@ -62,24 +92,30 @@ def enough_draws(deficit: int, alpha: float, beta: float, confidence: float = RO
     return min(draws, limit)
 
 
-def next_round(start: int, wanted: dict[str, int], survivors: Counter, candidates: Counter,
-               oversample: float, max_count: int) -> list[Segment]:
+def next_round(start: int, wanted: dict[str, int], survivors: Mapping[str, float], candidates: Counter,
+               oversample: float, max_count: int, prior: SurvivalPrior | None = None) -> list[Segment]:
     """Segments for the sources still short of their quota, sized by each source's survival so far.
 
-    `survivors` and `candidates` count per data source over the previous rounds. A source's survival rate
-    is Beta(1 + survivors, 1 + rejected); a source never drawn gets a weak prior centred on the overall
-    rate. Each segment is large enough to meet its deficit with probability ROUND_CONFIDENCE (a round has
-    a fixed cost, so a few more candidates are cheaper than one more round), and at least
-    deficit × oversample / mean rate. Indices continue from `start`, so no index is ever drawn twice.
+    `survivors` (expected survivors: counted, plus predicted for candidates still being timed) and
+    `candidates` count per data source over the previous rounds. A source's survival rate is
+    Beta(alpha0 + survivors, beta0 + rejected), from `prior`, or without one Beta(1, 1), and a weak prior
+    centred on the overall rate for a source never drawn. Each segment is large enough to meet its deficit
+    with probability ROUND_CONFIDENCE (a round has a fixed cost, so a few more candidates are cheaper than
+    one more round), and at least deficit × oversample / mean rate. Indices continue from `start`, so no
+    index is ever drawn twice. Round 0 is this with no survivors and no candidates.
     """
     overall = (sum(survivors.values()) + 1) / (sum(candidates.values()) + 2)
     segments = []
     for source in sorted(wanted):
-        deficit = wanted[source] - survivors[source]
+        deficit = math.ceil(wanted[source] - survivors.get(source, 0) - 1e-9)
         if deficit <= 0:
             continue
-        if candidates[source]:
-            alpha, beta = 1 + survivors[source], 1 + candidates[source] - survivors[source]
+        kept, drawn = survivors.get(source, 0), candidates[source]
+        if prior is not None:
+            alpha0, beta0 = prior.beta(source)
+            alpha, beta = alpha0 + kept, beta0 + max(0.0, drawn - kept)
+        elif drawn:
+            alpha, beta = 1 + kept, 1 + drawn - kept
         else:
             alpha, beta = 1 + 2 * overall, 1 + 2 * (1 - overall)
         rate = max(alpha / (alpha + beta), 0.05)

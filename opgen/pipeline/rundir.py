@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from pathlib import Path
 
 from opgen.errors import UsageError
@@ -39,6 +40,7 @@ class RunDir:
     def __init__(self, root: str | os.PathLike):
         self.root = Path(root)
         self.markers_written = 0
+        self._rows: dict[Path, list[dict]] = {}   # stage files never change once written: read each once
         fault = os.environ.get(FAULT_ENV, "").strip()
         self._fault_after = int(fault) if fault.isdigit() else None
 
@@ -48,7 +50,15 @@ class RunDir:
         return self.root / "config.json"
 
     def claim(self, config: dict) -> bool:
-        """Write the config on a fresh folder, or check it equals the stored one; True when resuming."""
+        """Write the config on a fresh folder, or check it equals the stored one; True when resuming.
+
+        A folder that cannot be created, read or written is one UsageError line."""
+        try:
+            return self._claim(config)
+        except OSError as error:
+            raise UsageError(f"cannot use {self.root} as the run folder: {error.strerror or error}") from None
+
+    def _claim(self, config: dict) -> bool:
         if self.config_path.is_file():
             stored = json.loads(self.config_path.read_text(encoding="utf-8"))
             if stored != config:
@@ -59,6 +69,7 @@ class RunDir:
         if self.root.exists() and any(self.root.iterdir()):
             raise UsageError(f"{self.root} exists and is not an opgen run folder (no config.json)")
         write_json(self.config_path, config)
+        (self.root / "logs").mkdir(parents=True, exist_ok=True)
         return False
 
     # shards and rounds ----------------------------------------------------------------------------------
@@ -76,18 +87,48 @@ class RunDir:
         return json.loads(marker.read_text(encoding="utf-8"))
 
     def rows(self, folder: Path, name: str) -> list[dict]:
-        return read_jsonl(folder / f"{name}.jsonl")
+        """The rows of `folder/name.jsonl` (read once, then kept; callers must not modify them)."""
+        path = folder / f"{name}.jsonl"
+        if path not in self._rows:
+            self._rows[path] = read_jsonl(path) if path.is_file() else []
+        return self._rows[path]
 
     def write_rows(self, folder: Path, name: str, rows: list[dict]) -> None:
-        write_jsonl(folder / f"{name}.jsonl", rows)
+        path = folder / f"{name}.jsonl"
+        write_jsonl(path, rows)
+        self._rows[path] = list(rows)
 
     def mark(self, folder: Path, stage: str, payload: dict | None = None) -> None:
         """Write the completion marker of `stage` (after its data files), then honour fault injection."""
         write_json(folder / f"{stage}.done", payload or {})
         self.markers_written += 1
+        self._tick()
         if self._fault_after is not None and self.markers_written >= self._fault_after:
             logging.getLogger("opgen.build").warning("fault injection: exiting after %d markers", self.markers_written)
             os._exit(137)
+
+    # wall clock across invocations ---------------------------------------------------------------------
+    @property
+    def clock_path(self) -> Path:
+        return self.root / "logs" / "clock.json"
+
+    def start_clock(self) -> None:
+        """Open this invocation's entry in logs/clock.json; every marker moves its end, so a killed run's time
+        counts up to its last marker."""
+        spans = json.loads(self.clock_path.read_text(encoding="utf-8")) if self.clock_path.is_file() else []
+        now = time.time()
+        self._spans = [*spans, [now, now]]
+        write_json(self.clock_path, self._spans)
+
+    def _tick(self) -> None:
+        if getattr(self, "_spans", None):
+            self._spans[-1][1] = time.time()
+            write_json(self.clock_path, self._spans)
+
+    def wall_seconds(self) -> float:
+        """Seconds the build has run, over every invocation."""
+        self._tick()
+        return sum(end - start for start, end in getattr(self, "_spans", []))
 
     # outputs --------------------------------------------------------------------------------------------
     @property

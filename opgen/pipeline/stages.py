@@ -12,7 +12,27 @@ from opgen.pipeline.executors import Stage
 EXECUTE_WINDOW_SLACK = 2.0
 
 
+def _busy(fn, payload: dict) -> dict:
+    """`fn(payload)` with its wall seconds in the result as `busy_s` (the build's per-stage busy time)."""
+    started = time.perf_counter()
+    result = fn(payload)
+    result["busy_s"] = time.perf_counter() - started
+    return result
+
+
 def sample_and_screen(payload: dict) -> dict:
+    return _busy(_sample_and_screen, payload)
+
+
+def execute_shard(payload: dict) -> dict:
+    return _busy(_execute_shard, payload)
+
+
+def time_shard(payload: dict) -> dict:
+    return _busy(_time_shard, payload)
+
+
+def _sample_and_screen(payload: dict) -> dict:
     """Sample candidates `start .. start+count-1` (forced `source` if set) and run the static filter chain."""
     from filters.static import static_verdicts
     from opgen.sample.sampler import sample_records
@@ -27,7 +47,7 @@ def sample_and_screen(payload: dict) -> dict:
     return {"candidates": candidates, "verdicts": verdicts, "funnel": funnel.to_dict()}
 
 
-def execute_shard(payload: dict) -> dict:
+def _execute_shard(payload: dict) -> dict:
     """Sandboxed execution filters (eager, compile, determinism, degenerate output) on a shard's records."""
     from filters.validate import execute_verdicts
     from filters.window import Window
@@ -44,21 +64,22 @@ def execute_shard(payload: dict) -> dict:
     return {"verdicts": verdicts, "funnel": funnel.to_dict()}
 
 
-def time_shard(payload: dict) -> dict:
-    """Time a shard's records on CUDA and apply the runtime window: timed records and one verdict each."""
+def _time_shard(payload: dict) -> dict:
+    """Time a shard's records on CUDA and apply the runtime window: timed records and one verdict each, and the
+    GPU seconds spent in timed runs (`gpu_s`)."""
     from filters.base import judge
     from filters.window import RuntimeWindow
-    from opgen.timing.driver import time_records
+    from opgen.timing.driver import TimingOptions, time_records
 
     started = time.perf_counter()
-    timed = time_records(payload["records"], device="cuda", trials=payload["trials"], warmups=payload["warmups"],
-                         timeout_s=payload["timeout_s"], progress=False, reuse_pools=True,
-                         seed=payload.get("seed", 0))
+    timed = time_records(payload["records"], TimingOptions(**payload["options"]), timeout_s=payload["timeout_s"],
+                         progress=False, reuse_pools=True, workers_per_gpu=payload.get("workers_per_gpu"))
     window = (RuntimeWindow(*payload["window_ms"]),)
     funnel = Funnel()
     verdicts = [judge(record, window, funnel).line(record) for record in timed]
     funnel.add_seconds(RuntimeWindow.name, time.perf_counter() - started)
-    return {"records": timed, "verdicts": verdicts, "funnel": funnel.to_dict()}
+    return {"records": timed, "verdicts": verdicts, "funnel": funnel.to_dict(),
+            "gpu_s": sum(record.get("timed_s") or 0.0 for record in timed)}
 
 
 SAMPLE = Stage("sample+static", sample_and_screen, num_cpus=1)

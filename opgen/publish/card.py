@@ -34,12 +34,14 @@ def dataset_info_yaml(table, download_size: int) -> dict:
     return info._to_yaml_dict()
 
 
-def card_data(n_rows: int, pretty_name: str, dataset_info: dict | None = None) -> DatasetCardData:
+def card_data(n_rows: int, pretty_name: str, dataset_info: dict | None = None,
+              extra_configs: list[dict] | None = None) -> DatasetCardData:
     return DatasetCardData(
         license="mit", language=["en"], pretty_name=pretty_name, size_categories=[size_category(n_rows)],
         task_categories=["text-generation"], tags=["code", "pytorch", "cuda", "gpu-kernels", "synthetic",
                                                     "kernelbench", "torch-compile"],
-        configs=[{"config_name": "default", "data_files": [{"split": "train", "path": "data/train-*"}]}],
+        configs=[{"config_name": "default", "data_files": [{"split": "train", "path": "data/train-*"}]},
+                 *(extra_configs or [])],
         **({"dataset_info": dataset_info} if dataset_info else {}),
     )
 
@@ -93,11 +95,35 @@ def _summary_section(rows: list[dict], stats: dict) -> list[str]:
     return lines
 
 
+def _provenance_section(rows: list[dict]) -> list[str]:
+    """How the timings were taken: every distinct provenance of the timed rows, with its task count."""
+    keys = ("hardware", "driver_version", "cuda_version", "torch_version", "triton_version", "compile_mode",
+            "precision", "matmul_precision", "cudnn_conv_precision", "cudnn_rnn_precision", "trial_mode",
+            "timing_warmups", "timing_method")
+    setups = Counter(tuple(r.get(k) for k in keys) for r in rows if r.get("eager_ms") is not None)
+    if not setups:
+        return ["No row was timed on a GPU, so there is no timing provenance."]
+    lines = ["Every row carries how its timings were taken (columns below); the set-ups in this dataset:", ""]
+    for setup, count in setups.most_common():
+        values = dict(zip(keys, setup))
+        lines += [f"- **{count} tasks**: {values['hardware']} (driver {values['driver_version']}, CUDA "
+                  f"{values['cuda_version']}), torch {values['torch_version']}, triton {values['triton_version']}, "
+                  f"`torch.compile` mode `{values['compile_mode']}`; precision `{values['precision']}` (matmul "
+                  f"{values['matmul_precision']}, cuDNN conv {values['cudnn_conv_precision']}, cuDNN RNN "
+                  f"{values['cudnn_rnn_precision']}); {values['trial_mode']} trials after {values['timing_warmups']} "
+                  f"warm-ups; {values['timing_method']}."]
+    trials = [r["eager_ms_count"] for r in rows if r.get("eager_ms_count")]
+    if trials:
+        lines += ["", f"Eager trials used: median {_median(trials)}, max {max(trials)}."]
+    return lines
+
+
 def render_card(rows: list[dict], stats: dict, config: dict, repo_id: str, plots: dict[str, str],
-                plot_note: str | None, dataset_info: dict | None = None) -> DatasetCard:
+                plot_note: str | None, dataset_info: dict | None = None, extra_configs: list[dict] | None = None,
+                baselines: str = "") -> DatasetCard:
     """The dataset card: Hub YAML header, then how the data was made, the funnel, summaries, plots, columns."""
     name = repo_id.rstrip("/").split("/")[-1]
-    data = card_data(len(rows), name, dataset_info)
+    data = card_data(len(rows), name, dataset_info, extra_configs)
     reference = config.get("reference") or "ScalingIntelligence/KernelBench"
     body = [
         f"# {name}", "",
@@ -125,6 +151,8 @@ def render_card(rows: list[dict], stats: dict, config: dict, repo_id: str, plots
         "the target mix (largest remainder); the dataset is the first survivors by sample index per source.", "",
         "## Funnel", "", *_funnel_section(stats), "",
         "## Summary", "", *_summary_section(rows, stats), "",
+        "## Timing provenance", "", *_provenance_section(rows), "",
+        baselines, "",
         "## Plots", "",
     ]
     for title, path in plots.items():

@@ -12,6 +12,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from opgen.errors import UsageError
+from opgen.publish.baselines import (
+    BASELINES_DIR,
+    baseline_configs,
+    baselines_section,
+    write_kernelbench_files,
+)
 from opgen.publish.card import dataset_info_yaml, render_card
 from opgen.publish.plots import write_plots
 from opgen.publish.upload import REPO_ID, copy_to_folder, is_local_target, upload_folder
@@ -59,14 +65,25 @@ def write_dataset_folder(run_dir: str | os.PathLike, repo_id: str, out: str | os
     for k in range(shards):
         part = table.slice(k * rows_per_shard, rows_per_shard)
         pq.write_table(part, staging / "data" / f"train-{k:05d}-of-{shards:05d}.parquet")
+    keep_retimed_baselines(folder, staging)
+    write_kernelbench_files(rows, staging / BASELINES_DIR)
     plots, note = write_plots(rows, config.get("mix") or {}, staging)
     download_size = sum(f.stat().st_size for f in (staging / "data").glob("*.parquet"))
     info = dataset_info_yaml(table, download_size)
-    render_card(rows, stats, config, repo_id, plots, note, info).save(staging / "README.md")
+    section = baselines_section(staging, sorted({r["hardware"] for r in rows if r.get("eager_ms") is not None}))
+    render_card(rows, stats, config, repo_id, plots, note, info, baseline_configs(staging),
+                section).save(staging / "README.md")
     if folder.exists():
         shutil.rmtree(folder)
     staging.rename(folder)
     return folder, len(rows)
+
+
+def keep_retimed_baselines(old: Path, staging: Path) -> None:
+    """A rebuilt folder keeps the `baseline-<gpu>` configs that `opgen retime` added to the old one."""
+    for folder in sorted((old / BASELINES_DIR).glob("*")):
+        if folder.is_dir():
+            shutil.copytree(folder, staging / BASELINES_DIR / folder.name)
 
 
 def publish(run_dir: str | os.PathLike, repo_id: str, *, private: bool = False, dry_run: bool = False,

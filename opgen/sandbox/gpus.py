@@ -41,15 +41,32 @@ def gpu_lock_path(gpu_id: str) -> str:
     return str(Path(tempfile.gettempdir()) / f"opgen-gpu-{gpu_id}.lock")
 
 
+def current_gpu_lock_path() -> str:
+    """The lock of the GPU this worker runs on (the first entry of its CUDA_VISIBLE_DEVICES, else 0)."""
+    listed = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0].strip() or "0"
+    return gpu_lock_path(listed)
+
+
 @contextlib.contextmanager
 def gpu_lock(path: str | None, shared: bool = False) -> Iterator[None]:
-    """Hold the lock on `path`: exclusive for a timed run, shared for untimed GPU work; none when path is None."""
+    """Hold the GPU's lock: exclusive for a timed run, shared for untimed GPU work; nothing when path is None.
+
+    Writers come first: a waiting exclusive holder takes the gate (`path`.gate) before waiting for the
+    shared holders to leave, and a new shared holder must pass the gate, so a stream of validation work
+    cannot starve a timed run.
+    """
     if not path:
         yield
         return
-    with open(path, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+    with open(path + ".gate", "a+") as gate, open(path, "a+") as lock:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        if shared:
+            fcntl.flock(lock, fcntl.LOCK_SH)
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        else:
+            fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield
         finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            fcntl.flock(gate, fcntl.LOCK_UN)

@@ -12,13 +12,16 @@ import contextlib
 import math
 import statistics
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 from opgen.sandbox.gpus import default_workers_per_gpu, gpu_lock_path, visible_gpus
 from opgen.sandbox.pool import KeptPools, SandboxPool, out_of_memory
 from opgen.timing.measure import empty_result
+from opgen.timing.precision import PRECISIONS
+from opgen.timing.trials import TrialPlan
 
-__all__ = ["time_records", "timing_summary"]
+__all__ = ["TimingOptions", "time_records", "timing_summary"]
 
 FN_PATH = "opgen.timing.measure:measure_task"
 
@@ -40,20 +43,45 @@ def _pool_key(workers: int, timeout_s: float, memory_mb: int | None, env: dict[s
     return workers, float(timeout_s), memory_mb, tuple(sorted(env.items()))
 
 
-def time_records(records: list[dict], *, device: str = "cuda", trials: int = 100, warmups: int = 10,
-                 timeout_s: float = 600, progress: bool = True, workers_per_gpu: int | None = None,
-                 seed: int = 0, tf32: bool = False, with_compile: bool = True, cache_dir: str | None = None,
-                 memory_mb: int | None = None, reuse_pools: bool = False) -> list[dict]:
+@dataclass(frozen=True)
+class TimingOptions:
+    """What decides a timing (the method, not the speed): device, trial plan, seed, precision, compile."""
+
+    device: str = "cuda"
+    trials: int = 100            # the cap (adaptive) or the exact count (fixed)
+    warmups: int = 10
+    trial_mode: str = "adaptive"
+    min_trials: int = 10
+    seed: int = 0
+    precision: str = "default"
+    with_compile: bool = True
+
+    def __post_init__(self) -> None:
+        if self.device not in ("cuda", "cpu"):
+            raise ValueError(f"device must be 'cuda' or 'cpu', not {self.device!r}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}")
+        TrialPlan(self.warmups, self.trials, min(self.min_trials, self.trials), self.trial_mode)  # validates
+
+    def payload(self, record: dict) -> dict:
+        return {"code": record["code"], "id": record.get("id"), "device": self.device, "trials": self.trials,
+                "warmups": self.warmups, "trial_mode": self.trial_mode, "min_trials": self.min_trials,
+                "seed": self.seed, "precision": self.precision, "compile": self.with_compile,
+                "flops": record.get("flops"), "bytes_moved": record.get("bytes_moved")}
+
+
+def time_records(records: list[dict], options: TimingOptions | None = None, *, timeout_s: float = 600,
+                 progress: bool = True, workers_per_gpu: int | None = None, cache_dir: str | None = None,
+                 memory_mb: int | None = None, reuse_pools: bool = False, **option_fields) -> list[dict]:
     """The records with the timing columns added, in input order; a task that fails keeps null timings
     and a `timing_error`. device "cpu" times on the host (one worker) so CI runs the same code.
-    `reuse_pools` keeps each GPU's workers alive for the next call in this process (the build's shards)."""
-    if device not in ("cuda", "cpu"):
-        raise ValueError(f"device must be 'cuda' or 'cpu', not {device!r}")
+    `options` (or its fields as keywords) say how to time; `reuse_pools` keeps each GPU's workers alive for
+    the next call in this process (the build's shards)."""
+    options = options or TimingOptions(**option_fields)
+    device = options.device
     if not records:
         return []
-    payloads = [{"code": r["code"], "id": r.get("id"), "device": device, "trials": trials, "warmups": warmups, "seed": seed,
-                 "tf32": tf32, "compile": with_compile, "flops": r.get("flops"), "bytes_moved": r.get("bytes_moved")}
-                for r in records]
+    payloads = [options.payload(r) for r in records]
     env = {"TORCHINDUCTOR_FX_GRAPH_CACHE": "1"}
     if cache_dir:
         env["TORCHINDUCTOR_CACHE_DIR"] = str(Path(cache_dir).resolve())

@@ -1,0 +1,120 @@
+"""What decides a build (BuildConfig, stored in config.json), what it returns, and its KernelBench reference."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import socket
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
+
+from filters.base import Funnel
+from filters.window import DEFAULT_WINDOW_MS
+from opgen.errors import UsageError
+from opgen.sample.sampler import DEFAULT_MIX
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+OFFLINE_REFERENCE = REPO_ROOT.parent / "shared" / "kernelbench" / "problems.jsonl"
+log = logging.getLogger("opgen.build")
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    """Everything that decides the dataset. Executor and worker count are not in it: they change speed only."""
+
+    n: int
+    seed: int
+    profile: str = "smoke"
+    device: str = "cpu"
+    reference: str | None = None
+    vocab_plugins: tuple[str, ...] = ()
+    mix: dict = field(default_factory=lambda: dict(DEFAULT_MIX))
+    shard_size: int = 16
+    oversample: float = 1.25
+    max_rounds: int = 8
+    timeout_s: float = 120.0
+    memory_mb: int = 4096
+    runtime_window_ms: tuple[float, float] = DEFAULT_WINDOW_MS
+    trials: int = 100
+    warmups: int = 10
+    trial_mode: str = "adaptive"
+    min_trials: int = 10
+    precision: str = "default"
+    planning: str = "survival"   # survival: round 0 per source from the shipped prior; rounds: n x oversample
+    cpu_timing: bool = False     # a CPU build times its tasks too (on the CPU): the streaming path without a GPU
+
+    def __post_init__(self) -> None:
+        if self.n < 1:
+            raise UsageError(f"--n must be at least 1, got {self.n}")
+        if self.device not in ("cpu", "cuda"):
+            raise UsageError(f"--device must be cpu or cuda, got {self.device!r}")
+        if self.shard_size < 1:
+            raise UsageError("--shard-size must be at least 1")
+        if self.planning not in ("survival", "rounds"):
+            raise UsageError(f"--planning must be survival or rounds, got {self.planning!r}")
+        for path in self.vocab_plugins:
+            if not Path(path).is_file():
+                raise UsageError(f"vocabulary plugin not found: {path}")
+
+    @property
+    def timing_device(self) -> str | None:
+        """Where the timing stage times: cuda on a CUDA build, cpu when `cpu_timing` asks, else no timing."""
+        if self.device == "cuda":
+            return "cuda"
+        return "cpu" if self.cpu_timing else None
+
+    def timing_options(self) -> dict:
+        """The TimingOptions fields of this build's timing stage."""
+        return {"device": self.timing_device, "trials": self.trials, "warmups": self.warmups, "trial_mode": self.trial_mode,
+                "min_trials": self.min_trials, "seed": self.seed, "precision": self.precision}
+
+    def identity(self, reference_hash: str) -> dict:
+        """The JSON stored in config.json: the options, plugin contents and the reference corpus hash."""
+        data = asdict(self)
+        data["vocab_plugins"] = [str(Path(p).resolve()) for p in self.vocab_plugins]
+        data["vocab_plugin_sha256"] = [hashlib.sha256(Path(p).read_bytes()).hexdigest() for p in self.vocab_plugins]
+        data["runtime_window_ms"] = list(self.runtime_window_ms)
+        data["reference_sha256"] = reference_hash
+        return data
+
+
+@dataclass
+class BuildResult:
+    """What a finished build produced."""
+
+    run_dir: Path
+    tasks: int
+    wanted: int
+    stats: dict
+    funnel: Funnel
+
+
+def _hub_reachable(timeout_s: float = 3.0) -> bool:
+    """Whether the Hub answers a TCP connect (saves the datasets client's half-minute of retries offline)."""
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
+        return False
+    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname or "huggingface.co"
+    try:
+        socket.create_connection((host, 443), timeout=timeout_s).close()
+        return True
+    except OSError:
+        return False
+
+
+def load_reference_index(reference: str | None):
+    """The KernelBench index; the Hub default falls back to the offline copy next to the repo when unreachable."""
+    from kernels_ref import DEFAULT_REFERENCE, reference_index
+
+    source = reference or DEFAULT_REFERENCE
+    if reference is None and OFFLINE_REFERENCE.is_file() and not _hub_reachable():
+        log.warning("Hugging Face Hub unreachable; KernelBench from the offline copy %s", OFFLINE_REFERENCE)
+        return reference_index(str(OFFLINE_REFERENCE))
+    try:
+        return reference_index(source)
+    except UsageError:
+        if reference is None and OFFLINE_REFERENCE.is_file():
+            log.warning("KernelBench %s unreachable; using the offline copy %s", source, OFFLINE_REFERENCE)
+            return reference_index(str(OFFLINE_REFERENCE))
+        raise

@@ -1,0 +1,95 @@
+"""Independent check of a build's eager baselines: time its tasks again with a plain script, PyTorch's default
+settings, one process, one task at a time (CUDA events, L2 flush, 5 warm-ups, median of 30), no opgen code.
+
+    python scripts/agreement.py RUN_DIR/tasks.parquet OUT.json [--limit 100]
+
+Prints and writes: the median ratio dataset/independent, the log-correlation, p10-p90 of the ratio, and the
+same for convolution and recurrent tasks (the ones TF32 precision moves).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+
+import pyarrow.parquet as pq
+import torch
+
+CONV_RNN = ("Conv", "conv", "LSTM", "GRU", "RNN")
+
+
+def time_task(code: str, trials: int = 30, warmups: int = 5) -> float:
+    namespace: dict = {"__name__": "task"}
+    exec(compile(code, "<task>", "exec"), namespace)
+    torch.manual_seed(0)
+    model = namespace["Model"](*namespace["get_init_inputs"]()).eval().cuda()
+    torch.manual_seed(1)
+    inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in namespace["get_inputs"]()]
+    flush = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    samples = []
+    with torch.no_grad():
+        for _ in range(warmups):
+            model(*inputs)
+        torch.cuda.synchronize()
+        for _ in range(trials):
+            flush.zero_()
+            start.record()
+            model(*inputs)
+            end.record()
+            torch.cuda.synchronize()
+            samples.append(start.elapsed_time(end))
+    del model, inputs, flush
+    torch.cuda.empty_cache()
+    return statistics.median(samples)
+
+
+def summary(pairs: list[tuple[float, float]]) -> dict:
+    ratios = sorted(a / b for a, b in pairs)
+    if len(pairs) < 2:
+        return {"tasks": len(pairs)}
+    logs_a, logs_b = [math.log(a) for a, _ in pairs], [math.log(b) for _, b in pairs]
+    return {"tasks": len(pairs), "median_ratio": statistics.median(ratios),
+            "p10_ratio": ratios[len(ratios) // 10], "p90_ratio": ratios[(9 * len(ratios)) // 10],
+            "log_correlation": statistics.correlation(logs_a, logs_b)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("tasks")
+    parser.add_argument("out")
+    parser.add_argument("--limit", type=int, default=100)
+    parser.add_argument("--budget-s", type=float, default=1e9)
+    args = parser.parse_args()
+    rows = [r for r in pq.read_table(args.tasks).to_pylist() if r.get("eager_ms")][: args.limit]
+    started, results = time.monotonic(), []
+    for row in rows:
+        if time.monotonic() - started > args.budget_s:
+            break
+        try:
+            ms = time_task(row["code"])
+        except Exception as error:  # noqa: BLE001 - report and go on
+            results.append({"id": row["id"], "error": f"{type(error).__name__}: {error}"[:300]})
+            continue
+        results.append({"id": row["id"], "ops": row["ops"], "dataset_ms": row["eager_ms"], "independent_ms": ms,
+                        "precision": row.get("precision"), "conv_or_rnn": any(k in op for op in row["ops"] for k in CONV_RNN)})
+    timed = [r for r in results if "independent_ms" in r]
+    report = {"all": summary([(r["dataset_ms"], r["independent_ms"]) for r in timed]),
+              "conv_or_rnn": summary([(r["dataset_ms"], r["independent_ms"]) for r in timed if r["conv_or_rnn"]]),
+              "errors": [r for r in results if "error" in r],
+              "worst": sorted(timed, key=lambda r: -abs(math.log(r["dataset_ms"] / r["independent_ms"])))[:10],
+              "torch": torch.__version__, "gpu": torch.cuda.get_device_name(0),
+              "settings": {"matmul_tf32": torch.backends.cuda.matmul.allow_tf32,
+                           "cudnn_tf32": torch.backends.cudnn.allow_tf32}}
+    with open(args.out, "w", encoding="utf-8") as handle:
+        json.dump({**report, "rows": results}, handle, indent=1)
+    print(json.dumps({k: report[k] for k in ("all", "conv_or_rnn", "settings")}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

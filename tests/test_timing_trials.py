@@ -1,0 +1,51 @@
+"""Adaptive trials: the median's confidence interval, when a plan stops, and the trial loop on a real callable."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+from opgen.timing.trials import TrialPlan, median_ci, summarize, trial_times_ms
+
+
+def test_median_ci_uses_the_binomial_order_statistics():
+    samples = list(range(1, 21))            # n = 20: ranks 5 and 16 (1-based)
+    assert median_ci(samples) == (5, 16)
+    assert median_ci(list(range(1, 11))) == (1, 10)   # n = 10: the extremes
+    low, high = median_ci(random.Random(0).sample(range(1000), 400))
+    assert 400 < low < 500 < high < 600
+
+
+def test_adaptive_plan_stops_at_the_minimum_on_stable_samples():
+    plan = TrialPlan(max_trials=100, min_trials=10)
+    stable = [5.0 + 0.001 * (i % 3) for i in range(10)]
+    assert not plan.done(stable[:9]) and plan.done(stable)
+
+
+def test_adaptive_plan_keeps_going_on_noisy_samples_until_the_cap():
+    rng = random.Random(1)
+    noisy = [rng.uniform(4.0, 6.0) for _ in range(99)]
+    plan = TrialPlan(max_trials=100, min_trials=10)
+    assert not plan.done(noisy) and plan.done([*noisy, 5.0])
+
+
+def test_fixed_plan_runs_exactly_the_cap():
+    plan = TrialPlan(max_trials=30, mode="fixed")
+    assert not plan.done([1.0] * 29) and plan.done([1.0] * 30)
+    with pytest.raises(ValueError):
+        TrialPlan(mode="sometimes")
+
+
+def test_trial_loop_calls_warmups_then_trials_until_the_plan_is_done():
+    calls = []
+
+    def fn(x):
+        calls.append(1)
+        return x * 2
+
+    samples = trial_times_ms(torch, fn, [torch.ones(4)], "cpu", TrialPlan(warmups=3, max_trials=12, mode="fixed"))
+    assert len(samples) == 12 and len(calls) == 15 and all(s >= 0 for s in samples)
+    stats = summarize(samples)
+    assert stats["count"] == 12 and stats["min"] <= stats["median"] <= stats["max"]
