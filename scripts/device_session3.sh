@@ -11,7 +11,7 @@
 set -u
 export PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore
 OUT=${OUT:-/tmp/opgen-session3}; STEPS=${STEPS:-smoke}; N=${N:-300}; N_OLD=${N_OLD:-60}; KB_FIXED=${KB_FIXED:-40}
-BUILD_S=${BUILD_S:-420}; WORK=data/device3
+BUILD_S=${BUILD_S:-420}; KB_S=${KB_S:-200}; KB_FIXED_S=${KB_FIXED_S:-150}; WORK=data/device3
 mkdir -p "$OUT" "$WORK"
 LOGS=$(mktemp -d)
 export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-/tmp/opgen-inductor}
@@ -53,12 +53,12 @@ with open(".devdata/kb_level2.jsonl", "w") as out:
 PY
       for run in 1 2; do
         start=$SECONDS
-        timeout 240 python3 -m opgen time --input .devdata/kb_level2.jsonl --device cuda --out "$WORK/kb_adaptive$run.jsonl" \
+        timeout "$KB_S" python3 -m opgen time --input .devdata/kb_level2.jsonl --device cuda --out "$WORK/kb_adaptive$run.jsonl" \
           --no-progress 2> "$LOGS/kb$run.log"
         say "kb adaptive run $run rc=$? wall $((SECONDS - start)) s"; grep '^{"time"' "$LOGS/kb$run.log" | tee -a "$OUT/summary.txt"
       done
       start=$SECONDS
-      timeout 300 python3 -m opgen time --input .devdata/kb_level2.jsonl --device cuda --out "$WORK/kb_fixed.jsonl" \
+      timeout "$KB_FIXED_S" python3 -m opgen time --input .devdata/kb_level2.jsonl --device cuda --out "$WORK/kb_fixed.jsonl" \
         --trial-mode fixed --limit "$KB_FIXED" --no-progress 2> "$LOGS/kbfixed.log"
       say "kb fixed rc=$? wall $((SECONDS - start)) s"; grep '^{"time"' "$LOGS/kbfixed.log" | tee -a "$OUT/summary.txt"
       python3 scripts/compare_timings.py "$WORK"/kb_adaptive1.jsonl "$WORK"/kb_adaptive2.jsonl "$WORK"/kb_fixed.jsonl \
