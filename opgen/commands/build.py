@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from filters.dedup.chains import DEFAULT_MAX_PER_CHAIN
 from opgen.pipeline.build import BuildConfig, run_build
 from opgen.pipeline.executors import make_executor
 
@@ -24,6 +25,9 @@ def register(sub) -> None:
     parser.add_argument("--reference", default=None,
                         help="KernelBench: hub id, checkout or JSONL/parquet file (default ScalingIntelligence/KernelBench)")
     parser.add_argument("--shard-size", type=int, default=16, help="candidates per shard (default 16)")
+    parser.add_argument("--max-per-chain", type=int, default=DEFAULT_MAX_PER_CHAIN,
+                        help="tasks kept at most per chain of operator families, one per size regime "
+                             f"(default {DEFAULT_MAX_PER_CHAIN}; 0: no cap)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per candidate in the sandbox")
     parser.add_argument("--memory-mb", type=int, default=4096,
                         help="resident memory limit per sandbox worker (gpu-size tasks need more; 0 for none)")
@@ -35,7 +39,7 @@ def run(args) -> int:
     config = BuildConfig(n=args.n, seed=args.seed, profile=args.profile, device=args.device,
                          reference=args.reference, vocab_plugins=tuple(args.vocab_plugin),
                          shard_size=args.shard_size, timeout_s=args.timeout,
-                         memory_mb=args.memory_mb or None)
+                         memory_mb=args.memory_mb or None, max_per_chain=args.max_per_chain)
     executor = make_executor(args.executor, args.workers)
     try:
         result = run_build(config, args.out, executor, progress=not args.no_progress)

@@ -21,6 +21,7 @@ from urllib.parse import urlparse
 import pyarrow.parquet as pq
 
 from filters.base import Funnel
+from filters.dedup.chains import DEFAULT_MAX_PER_CHAIN
 from filters.dedup.decontam import CONTAMINATION_THRESHOLD
 from filters.dedup.near import DEDUP_STAGE, dedup_verdicts
 from opgen.errors import UsageError
@@ -57,6 +58,7 @@ class BuildConfig:
     runtime_window_ms: tuple[float, float] = (1.0, 100.0)
     trials: int = 100
     warmups: int = 10
+    max_per_chain: int = DEFAULT_MAX_PER_CHAIN
 
     def __post_init__(self) -> None:
         if self.n < 1:
@@ -65,6 +67,8 @@ class BuildConfig:
             raise UsageError(f"--device must be cpu or cuda, got {self.device!r}")
         if self.shard_size < 1:
             raise UsageError("--shard-size must be at least 1")
+        if self.max_per_chain < 0:
+            raise UsageError(f"--max-per-chain must be 0 (no cap) or more, got {self.max_per_chain}")
         for path in self.vocab_plugins:
             if not Path(path).is_file():
                 raise UsageError(f"vocabulary plugin not found: {path}")
@@ -241,7 +245,8 @@ class Build:
         started = time.perf_counter()
         records = [c for shard in shards for c in self._static_kept(shard)]
         funnel = Funnel()
-        verdicts = dedup_verdicts(records, reference=self.index, existing=earlier, funnel=funnel)
+        verdicts = dedup_verdicts(records, reference=self.index, existing=earlier, funnel=funnel,
+                                  max_per_chain=self.config.max_per_chain)
         funnel.add_seconds(DEDUP_STAGE, time.perf_counter() - started)
         self.rundir.write_rows(folder, "dedup", verdicts)
         self.rundir.mark(folder, "dedup", {"funnel": funnel.to_dict()})
