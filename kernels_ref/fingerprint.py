@@ -1,4 +1,4 @@
-"""Fingerprints of a task for decontamination and dedup: normalised tokens, shingles, canonical op signature."""
+"""Fingerprints of a task for decontamination and dedup: normalised tokens, shingles, op and family signatures."""
 
 from __future__ import annotations
 
@@ -14,10 +14,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from opgen.taskcode.ops import NOT_OPERATORS, VIEW_METHODS, op_events
+from opgen.taskcode.ops import NOT_OPERATORS, VIEW_METHODS, OpEvent, op_events
+from opgen.vocab.families import families_of, family_signature
 
-FINGERPRINT_VERSION = 2
-SHINGLE_SIZE = 7  # tokens per shingle: chosen with scripts/decontam_curve.py (docs/decontamination.md)  # bump when normalisation changes: it keys the reference cache
+FINGERPRINT_VERSION = 3  # bump when normalisation or what is cached changes: it keys the reference cache
+SHINGLE_SIZE = 7  # tokens per shingle: chosen with scripts/decontam_curve.py (docs/decontamination.md)
 # What fingerprint() raises on code that does not parse.
 FINGERPRINT_ERRORS = (SyntaxError, tokenize.TokenError, ValueError, RecursionError)
 IDENTIFIER = "V"   # placeholder for a user identifier
@@ -35,12 +36,13 @@ _MODULE_SPELLINGS = (("torch.nn.functional", "F"), ("torch.nn", "nn"), ("torch",
 
 @dataclass(frozen=True)
 class Fingerprint:
-    """What dedup and decontamination compare: contamination shingles, dedup shingles, exact key, op signature."""
+    """What dedup and decontamination compare: contamination shingles, dedup shingles, exact key, signatures."""
 
     model_shingles: frozenset[int]   # Model class, identifiers and numbers replaced (vs KernelBench)
     file_shingles: frozenset[int]    # whole file, identifiers replaced, numbers kept (within the set)
     exact_key: str                   # whole file, identifiers numbered by first use, numbers kept
-    signature: tuple[str, ...]       # canonical operator sequence of Model.forward
+    signature: tuple[str, ...]       # canonical operator sequence of Model.forward (binops and methods too)
+    families: tuple[str, ...]        # family signature: vocabulary families of the `ops` calls, no-ops left out
 
 
 # ---------------------------------------------------------------- operator signature
@@ -86,7 +88,11 @@ def canonical_op(name: str) -> str | None:
 
 def op_signature(code: str) -> tuple[str, ...]:
     """Canonical operator families of Model.forward in evaluation order (binops included: `x + b` ~ torch.add)."""
-    families = (canonical_op(event.name) for event in op_events(code))
+    return _op_signature(op_events(code))
+
+
+def _op_signature(events: list[OpEvent]) -> tuple[str, ...]:
+    families = (canonical_op(event.name) for event in events)
     return tuple(family for family in families if family)
 
 
@@ -249,11 +255,13 @@ def fingerprint(code: str, shingle_size: int = SHINGLE_SIZE) -> Fingerprint:
     lines, span = normalized_lines(code)
     whole = [token for line in lines for token in line]
     model = [token for line in lines[span[0]:span[1]] for token in line] if span else whole
+    events = op_events(code)
     return Fingerprint(
         model_shingles=_shingles(_placeholders(model, numbers=True), shingle_size),
         file_shingles=_shingles(_placeholders(whole, numbers=False), shingle_size),
         exact_key=hashlib.sha256(" ".join(whole).encode()).hexdigest(),
-        signature=op_signature(code),
+        signature=_op_signature(events),
+        families=family_signature(families_of(event.name for event in events if event.kind == "call")),
     )
 
 

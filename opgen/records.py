@@ -31,6 +31,8 @@ _F, _S, _I = pa.float64(), pa.string(), pa.int64()
 COLUMN_REGISTRY: tuple[Column, ...] = (
     Column("code", _S, "sample", "the task source (KernelBench format: Model, get_inputs, get_init_inputs)"),
     Column("ops", pa.list_(_S), "sample", "canonical operator names from the code's AST, in call order"),
+    Column("families", pa.list_(_S), "sample", "canonical operator family of each entry of `ops` (synonyms share "
+                                               "one: `torch.mm`, `torch.matmul`, `F.linear` -> `matmul`)"),
     Column("data_source", _S, "sample", "`torch#k` (k composed torch operators) or `transformers`"),
     Column("id", _S, "sample", "`ops-` + first 16 hex digits of sha256(code)"),
     Column("num_ops", _I, "sample", "len(ops)"),
@@ -98,6 +100,7 @@ class Candidate(TypedDict, total=False):
     id: str
     code: str
     ops: list[str]
+    families: list[str]
     data_source: str
     num_ops: int
     seed: int

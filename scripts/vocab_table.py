@@ -1,4 +1,4 @@
-"""Writes docs/vocabulary.md: a table of every built-in operator (name, category, ranks, phrase)."""
+"""Writes docs/vocabulary.md: a table of every built-in operator (name, category, family, ranks, phrase)."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ def vocabulary_markdown() -> str:
     specs = sorted(vocab, key=lambda s: (CATEGORIES.index(s.category), s.name))
     counts = Counter(spec.category for spec in specs)
     torch_count = sum(1 for spec in specs if not spec.standalone)
+    families = {spec.family for spec in specs}
     lines = [
         "# Operator vocabulary",
         "",
@@ -38,17 +39,22 @@ def vocabulary_markdown() -> str:
         f"{torch_count} torch operators compose into chains; {len(specs) - torch_count} transformers classes form "
         "tasks of their own. Ranks are the input ranks an operator accepts (dim 0 is always the batch).",
         "",
+        f"They form {len(families)} canonical families: synonyms share one (`torch.mm`, `torch.matmul`, "
+        "`torch.einsum`, `F.linear` and `nn.Linear` are all `matmul`; `nn.ReLU`, `F.relu`, `torch.relu` are `relu`). "
+        "A task's `families` column maps each entry of its `ops` to a family (`opgen.vocab.families.family_of`); "
+        "dedup compares tasks by family chain and decontamination compares family chains with KernelBench's.",
+        "",
         "| category | operators |",
         "|---|---|",
         *(f"| {category} | {counts[category]} |" for category in CATEGORIES if counts[category]),
         f"| **total** | **{len(specs)}** |",
         "",
-        "| operator | category | ranks | notes | description |",
-        "|---|---|---|---|---|",
+        "| operator | category | family | ranks | notes | description |",
+        "|---|---|---|---|---|---|",
     ]
     for spec in specs:
         ranks = ", ".join(str(r) for r in spec.ranks)
-        lines.append(f"| `{spec.name}` | {spec.category} | {ranks} | {_flags(spec)} | {spec.phrase} |")
+        lines.append(f"| `{spec.name}` | {spec.category} | `{spec.family}` | {ranks} | {_flags(spec)} | {spec.phrase} |")
     return "\n".join(lines) + "\n"
 
 

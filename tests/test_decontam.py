@@ -132,6 +132,26 @@ def test_bias_add_written_with_torch_add_matches_kernelbench_binop(kb_index):
     assert verdict["kb_signature_match"] == "level2/1_Conv2D_ReLU_BiasAdd.py"
 
 
+def test_a_synonym_chain_of_a_kernelbench_task_is_caught_by_the_family_signature(kb_index):
+    ours = _task("        self.weight = nn.Parameter(torch.randn(8, 8))\n",
+                 "        return F.leaky_relu(torch.mm(x, self.weight), 0.1)\n")
+    (verdict,) = dedup_verdicts([{"id": "t", "code": ours}], reference=kb_index)
+    twins = {kb_index.names[i] for i in kb_index.family_match(("matmul", "leaky_relu"))}
+    assert "level2/12_Gemm_Multiply_LeakyReLU.py" in twins
+    assert verdict["reason"] == "contaminated" and verdict["contamination_rule"] == "family_signature"
+    assert verdict["kb_signature_match"] is None and verdict["kb_family_match"] in twins
+    # the record's own `families` column is what is compared, when it has one
+    (other,) = dedup_verdicts([{"id": "t", "code": ours, "families": ["matmul", "tanh"]}], reference=kb_index)
+    assert other["contamination_rule"] != "family_signature"
+
+
+def test_kernelbench_family_signatures_cover_levels_one_to_three(kb_index):
+    rows = [r for r in load_reference(str(KB_JSONL)) if r["level"] <= 3]
+    assert len(kb_index.families) == len(kb_index.names)
+    matched = [r for r in rows if kb_index.family_match(fingerprint(r["code"]).families)]
+    assert len(matched) >= 0.9 * len(rows)  # all but those whose only operators are binops or methods
+
+
 @pytest.fixture(scope="module")
 def honest_records():
     return sampled(7, 120)

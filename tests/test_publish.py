@@ -16,6 +16,7 @@ from filters.base import Funnel, Verdict
 from opgen.cli import main
 from opgen.pipeline.build import BuildConfig
 from opgen.pipeline.rundir import write_json
+from opgen.publish.card import families_section
 from opgen.publish.folder import publish
 from opgen.publish.plots import write_plots
 from opgen.records import COLUMNS, dataset_table
@@ -173,3 +174,24 @@ def test_rebuilt_folder_of_the_same_name_loads_its_own_rows(sampled_run, tmp_pat
     card = DatasetCard.load(second / "README.md").data.to_dict()
     assert card["dataset_info"]["splits"][0]["num_examples"] == 3
     assert datasets.load_dataset(str(second), split="train", cache_dir=cache).num_rows == 3
+
+
+def test_card_shows_the_family_mix_with_synonyms_counted_as_one():
+    rows = [{"ops": ["torch.mm", "F.relu"]}, {"ops": ["torch.matmul", "nn.ReLU"]},
+            {"ops": ["nn.Linear", "torch.tanh"], "families": ["matmul", "tanh"]}, {"ops": ["nn.Conv2d"]}]
+    text = "\n".join(families_section(rows))
+    assert "Distinct families: 4; distinct family chains: 3; distinct adjacent pairs: 2." in text
+    assert "| `matmul` | 3 | 75.0% |" in text and "| `relu` | 2 | 50.0% |" in text
+    assert "| `matmul` → `relu` | 2 | 50.0% |" in text and "| `matmul` → `tanh` | 1 | 25.0% |" in text
+    assert text.index("`matmul` → `relu`") < text.index("`matmul` → `tanh`")  # most common first
+
+
+def test_published_card_has_the_family_section(sampled_run, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    out = tmp_path / "ds"
+    assert main(["publish", str(sampled_run), "--repo-id", "opgen/fam", "--dry-run", "--out", str(out)]) == 0
+    card = DatasetCard.load(out / "README.md").text
+    assert "## Operator families" in card and "adjacent family pairs" in card
+    rows = pq.read_table(out / "data" / "train-00000-of-00001.parquet").to_pylist()
+    assert all(len(r["families"]) == len(r["ops"]) for r in rows)
+    assert f"`{rows[0]['families'][0]}`" in card.split("## Operator families")[1]

@@ -1,4 +1,5 @@
-"""Dedup and decontamination of a candidate set: exact and MinHash-LSH near duplicates, KernelBench look-alikes."""
+"""Dedup and decontamination of a candidate set: exact, MinHash-LSH and family-chain near duplicates, KernelBench
+look-alikes."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ import networkx as nx
 from datasketch import MinHash, MinHashLSH
 
 from filters.base import Funnel, Verdict
+from filters.dedup.chains import DEFAULT_MAX_PER_CHAIN, chain_duplicates
 from filters.dedup.decontam import CONTAMINATION_THRESHOLD, check_contamination
 from kernels_ref import DEFAULT_REFERENCE, ReferenceIndex, reference_index
 from kernels_ref.fingerprint import FINGERPRINT_ERRORS, SHINGLE_SIZE, Fingerprint, fingerprint, jaccard
+from opgen.vocab.families import family_signature
 
 DEDUP_STAGE = "dedup"
 DUPLICATE_THRESHOLD = 0.9   # whole-file shingle Jaccard at or above which two tasks are near duplicates
@@ -83,11 +86,18 @@ def _resolve_index(reference: str | ReferenceIndex | None, cache_dir, shingle_si
     return reference_index(reference or DEFAULT_REFERENCE, cache_dir=cache_dir, shingle_size=shingle_size)
 
 
+def _family_chain(record: dict, print_: Fingerprint) -> tuple[str, ...]:
+    """A record's family signature: from its `families` column when it has one, else from its code."""
+    families = record.get("families")
+    return family_signature(families) if isinstance(families, list) else print_.families
+
+
 def run_dedup(records: list[dict], *, reference: str | ReferenceIndex | None = DEFAULT_REFERENCE,
               existing: list[dict] | None = None, threshold: float = CONTAMINATION_THRESHOLD,
               duplicate_threshold: float = DUPLICATE_THRESHOLD, num_perm: int = NUM_PERM,
               seed: int = MINHASH_SEED, shingle_size: int = SHINGLE_SIZE, cache_dir: str | None = None,
-              workers: int | None = None, funnel: Funnel | None = None) -> DedupResult:
+              workers: int | None = None, max_per_chain: int = DEFAULT_MAX_PER_CHAIN,
+              funnel: Funnel | None = None) -> DedupResult:
     """Verdicts for `records` (see dedup_verdicts) plus the summary counts; each verdict is counted into
     `funnel` as stage DEDUP_STAGE."""
     clock = [time.perf_counter()]
@@ -98,8 +108,10 @@ def run_dedup(records: list[dict], *, reference: str | ReferenceIndex | None = D
     new_prints, old_prints = prints[:len(records)], prints[len(records):]
 
     parsed = [i for i, p in enumerate(new_prints) if p is not None]
+    chains = {i: _family_chain(records[i], new_prints[i]) for i in parsed}
     clock.append(time.perf_counter())
-    contamination = dict(zip(parsed, check_contamination([new_prints[i] for i in parsed], index, threshold)))
+    contamination = dict(zip(parsed, check_contamination([new_prints[i] for i in parsed], index, threshold,
+                                                         [chains[i] for i in parsed])))
     clock.append(time.perf_counter())
     clean = [i for i in parsed if contamination[i].rule is None]
 
@@ -118,8 +130,7 @@ def run_dedup(records: list[dict], *, reference: str | ReferenceIndex | None = D
     pairs = near_duplicate_pairs([first_print[k].file_shingles for k in keys], duplicate_threshold, num_perm, seed)
     graph.add_edges_from((keys[i], keys[j]) for i, j, _ in pairs)
 
-    clock.append(time.perf_counter())
-    duplicate_of: dict[int, tuple[str, bool]] = {}   # new index -> (survivor id, exact copy?)
+    duplicate_of: dict[int, tuple[str, str]] = {}   # new index -> (survivor id, duplicate kind)
     cluster_sizes: Counter = Counter()
     for component in nx.connected_components(graph):
         group = [(kind, i, key) for key in component for kind, i in members[key]]
@@ -137,7 +148,18 @@ def run_dedup(records: list[dict], *, reference: str | ReferenceIndex | None = D
             new = [m for m in new if m[0] != survivor]
         cluster_sizes[len(group)] += 1
         for i, key in new:
-            duplicate_of[i] = (survivor_id, key == survivor_key)
+            duplicate_of[i] = (survivor_id, "exact" if key == survivor_key else "near")
+
+    clock.append(time.perf_counter())
+    distinct = [i for i in clean if i not in duplicate_of]
+    by_chain = chain_duplicates(
+        [((str(records[i].get("id")), str(records[i].get("source"))), records[i].get("id"), chains[i], records[i])
+         for i in distinct],
+        [(record.get("id"), _family_chain(record, print_), record)
+         for record, print_ in zip(existing, old_prints) if print_ is not None],
+        max_per_chain)
+    duplicate_of.update((distinct[position], twin) for position, twin in by_chain.items())
+    clock.append(time.perf_counter())
 
     verdicts = []
     for i, record in enumerate(records):
@@ -147,24 +169,23 @@ def run_dedup(records: list[dict], *, reference: str | ReferenceIndex | None = D
             continue
         metrics = contamination[i].metrics()
         if contamination[i].rule:
-            detail = f"{contamination[i].rule}: " + (contamination[i].kb_signature_match or contamination[i].kb_nearest)
-            verdict = Verdict.reject("contaminated", detail, **metrics)
+            verdict = Verdict.reject("contaminated", f"{contamination[i].rule}: {contamination[i].matched}", **metrics)
         elif i in duplicate_of:
             verdict = Verdict.reject("duplicate", None, duplicate_of=duplicate_of[i][0],
-                                     duplicate_kind="exact" if duplicate_of[i][1] else "near", **metrics)
+                                     duplicate_kind=duplicate_of[i][1], **metrics)
         else:
             verdict = Verdict.ok(**metrics)
         verdicts.append(_counted(verdict, funnel).line(record))
 
     rules = Counter(contamination[i].rule for i in parsed if contamination[i].rule)
-    kinds = Counter("exact" if exact else "near" for _, exact in duplicate_of.values())
+    kinds = Counter(kind for _, kind in duplicate_of.values())
     summary = {"records": len(records), "existing": len(existing), "kept": sum(v["keep"] for v in verdicts),
                "parse_error": len(records) - len(parsed), "contaminated": dict(rules), "duplicate": dict(kinds),
                "clusters": dict(sorted(cluster_sizes.items())), "near_pairs": len(pairs),
                "reference": f"{len(index)} problems ({index.content_hash[:12]})", "threshold": threshold,
-               "duplicate_threshold": duplicate_threshold,
+               "duplicate_threshold": duplicate_threshold, "max_per_chain": max_per_chain,
                "seconds": {stage: round(b - a, 3) for stage, a, b in zip(
-                   ("reference", "fingerprint", "contamination", "near_duplicates"), clock, clock[1:])}}
+                   ("reference", "fingerprint", "contamination", "near_duplicates", "chains"), clock, clock[1:])}}
     return DedupResult(verdicts, summary)
 
 
@@ -180,9 +201,10 @@ def dedup_verdicts(records: list[dict], *, reference: str | ReferenceIndex | Non
                    **options) -> list[dict]:
     """Verdict lines in input order: keep, reason (None, "duplicate", "contaminated", or "parse_error" for
     code that does not tokenize), kb_nearest, kb_similarity, and for duplicates duplicate_of (the survivor's
-    id). Clusters of duplicates keep one survivor, the smallest id, whatever the input order; `existing`
-    records (accepted in earlier rounds) always survive. `options`: duplicate_threshold, num_perm, seed,
-    shingle_size, cache_dir, workers."""
+    id) and duplicate_kind (exact, near, chain: same family chain and regime, chain_cap: over max_per_chain).
+    Clusters of duplicates keep one survivor, the smallest id, whatever the input order; `existing` records
+    (accepted in earlier rounds) always survive. `options`: duplicate_threshold, num_perm, seed, shingle_size,
+    cache_dir, workers, max_per_chain."""
     return run_dedup(records, reference=reference, existing=existing, threshold=threshold, **options).verdicts
 
 
@@ -194,9 +216,12 @@ def format_report(summary: dict) -> str:
     return "\n".join([
         f"dedup: {summary['records']} records, {summary['kept']} kept; reference {summary['reference']}",
         f"  contaminated: {sum(contaminated.values())} (operator signature = a KernelBench L1-3 task: "
-        f"{contaminated.get('signature', 0)}; shingle Jaccard >= {summary['threshold']}: {contaminated.get('jaccard', 0)})",
+        f"{contaminated.get('signature', 0)}; family signature = one: {contaminated.get('family_signature', 0)}; "
+        f"shingle Jaccard >= {summary['threshold']}: {contaminated.get('jaccard', 0)})",
         f"  duplicate: {sum(duplicates.values())} (exact after normalisation: {duplicates.get('exact', 0)}, "
-        f"near, Jaccard >= {summary['duplicate_threshold']}: {duplicates.get('near', 0)})",
+        f"near, Jaccard >= {summary['duplicate_threshold']}: {duplicates.get('near', 0)}, same family chain and "
+        f"regime: {duplicates.get('chain', 0)}, over {summary['max_per_chain'] or 'no'} per chain: "
+        f"{duplicates.get('chain_cap', 0)})",
         f"  duplicate clusters (count x size): {sizes}",
         *([f"  parse_error: {summary['parse_error']}"] if summary["parse_error"] else []),
     ])

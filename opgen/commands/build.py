@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from filters.dedup.chains import DEFAULT_MAX_PER_CHAIN
 from opgen.commands.timing_options import add_timing_options, timing_options
 from opgen.errors import UsageError
 from opgen.pipeline.build import BuildConfig, run_build
@@ -26,6 +27,9 @@ def register(sub) -> None:
     parser.add_argument("--reference", default=None,
                         help="KernelBench: hub id, checkout or JSONL/parquet file (default ScalingIntelligence/KernelBench)")
     parser.add_argument("--shard-size", type=int, default=16, help="candidates per shard (default 16)")
+    parser.add_argument("--max-per-chain", type=int, default=DEFAULT_MAX_PER_CHAIN,
+                        help="tasks kept at most per chain of operator families, one per size regime "
+                             f"(default {DEFAULT_MAX_PER_CHAIN}; 0: no cap)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per candidate in the sandbox")
     parser.add_argument("--memory-mb", type=int, default=4096,
                         help="resident memory limit per sandbox worker (gpu-size tasks need more; 0 for none)")
@@ -50,7 +54,7 @@ def run(args) -> int:
                          shard_size=args.shard_size, timeout_s=args.timeout,
                          memory_mb=args.memory_mb or None, trials=timing.trials, warmups=timing.warmups,
                          trial_mode=timing.trial_mode, min_trials=timing.min_trials, precision=timing.precision,
-                         planning=args.planning)
+                         planning=args.planning, max_per_chain=args.max_per_chain)
     executor = make_executor(args.executor, args.workers)
     try:
         result = run_build(config, args.out, executor, progress=not args.no_progress, stream=not args.no_stream,

@@ -9,6 +9,7 @@ from opgen.jsonl import read_inputs, write_jsonl
 
 
 def register(sub) -> None:
+    from filters.dedup.chains import DEFAULT_MAX_PER_CHAIN
     from filters.dedup.decontam import CONTAMINATION_THRESHOLD
     from filters.dedup.near import DUPLICATE_THRESHOLD, NUM_PERM, SHINGLE_SIZE
     from kernels_ref import DEFAULT_REFERENCE
@@ -26,6 +27,9 @@ def register(sub) -> None:
                              f"(default {CONTAMINATION_THRESHOLD})")
     parser.add_argument("--duplicate-threshold", type=float, default=DUPLICATE_THRESHOLD,
                         help=f"whole-file shingle Jaccard for near duplicates (default {DUPLICATE_THRESHOLD})")
+    parser.add_argument("--max-per-chain", type=int, default=DEFAULT_MAX_PER_CHAIN,
+                        help="tasks kept at most per chain of operator families, one per size regime "
+                             f"(default {DEFAULT_MAX_PER_CHAIN}; 0: no cap)")
     parser.add_argument("--num-perm", type=int, default=NUM_PERM, help=f"MinHash permutations (default {NUM_PERM})")
     parser.add_argument("--shingle-size", type=int, default=SHINGLE_SIZE,
                         help=f"tokens per shingle (default {SHINGLE_SIZE})")
@@ -44,11 +48,14 @@ def run(args) -> int:
         raise UsageError("--num-perm must be at least 16 and --shingle-size at least 1")
     if args.workers is not None and args.workers < 1:
         raise UsageError("--workers must be at least 1")
+    if args.max_per_chain < 0:
+        raise UsageError(f"--max-per-chain must be 0 (no cap) or more, got {args.max_per_chain}")
     records = read_inputs(args.input)
     existing = list(read_inputs(args.existing)) if args.existing else None
     result = run_dedup(records, reference=args.reference, existing=existing, threshold=args.threshold,
                        duplicate_threshold=args.duplicate_threshold, num_perm=args.num_perm,
-                       shingle_size=args.shingle_size, cache_dir=args.cache_dir, workers=args.workers)
+                       shingle_size=args.shingle_size, cache_dir=args.cache_dir, workers=args.workers,
+                       max_per_chain=args.max_per_chain)
     write_jsonl(args.out, result.verdicts)
     print(format_report(result.summary), file=sys.stderr)
     return 0

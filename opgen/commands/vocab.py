@@ -1,4 +1,4 @@
-"""`opgen vocab`: list the operator vocabulary (built-ins, entry points and plugin files)."""
+"""`opgen vocab`: list the operator vocabulary (built-ins, entry points and plugin files) and its families."""
 
 from __future__ import annotations
 
@@ -31,17 +31,26 @@ def register(sub) -> None:
 
 def run(args) -> int:
     vocab = load_or_fail(args.vocab_plugin)
-    rows = [{"name": s.name, "category": s.category, "ranks": list(s.ranks), "standalone": s.standalone,
-             "phrase": s.phrase, "defined_in": s.defined_in} for s in vocab]
+    rows = [{"name": s.name, "category": s.category, "family": s.family, "ranks": list(s.ranks),
+             "standalone": s.standalone, "phrase": s.phrase, "defined_in": s.defined_in} for s in vocab]
+    families: dict[str, list[str]] = {}
+    for row in rows:
+        families.setdefault(row["family"], []).append(row["name"])
+    families = dict(sorted(families.items()))
     torch_count = sum(1 for r in rows if not r["name"].startswith("transformers."))
     if args.json:
         print(json.dumps({"total": len(rows), "torch": torch_count, "transformers": len(rows) - torch_count,
-                          "operators": rows}, indent=1))
+                          "operators": rows, "families": families}, indent=1))
         return 0
     width = max(len(r["name"]) for r in rows)
+    family_width = max(len(f) for f in families)
     for row in rows:
-        print(f"{row['name']:<{width}}  {row['category']:<13} ranks {','.join(map(str, row['ranks']))}")
+        print(f"{row['name']:<{width}}  {row['category']:<13} {row['family']:<{family_width}}  "
+              f"ranks {','.join(map(str, row['ranks']))}")
     categories = Counter(r["category"] for r in rows)
     print(f"\n{len(rows)} operators ({torch_count} torch, {len(rows) - torch_count} transformers): "
           + ", ".join(f"{c} {n}" for c, n in sorted(categories.items())))
+    print(f"\n{len(families)} families (synonyms share one):")
+    for family, names in families.items():
+        print(f"  {family:<{family_width}}  {', '.join(names)}")
     return 0

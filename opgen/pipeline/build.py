@@ -240,7 +240,8 @@ class Build:
         records = [c for shard in state.shards for c in self._static_kept(shard)]
         earlier = [r for s in self.rounds[:-1] for r in self._executed_survivors(s)]
         funnel = Funnel()
-        verdicts = dedup_verdicts(records, reference=self.index, existing=earlier, funnel=funnel)
+        verdicts = dedup_verdicts(records, reference=self.index, existing=earlier, funnel=funnel,
+                                  max_per_chain=self.config.max_per_chain)
         funnel.add_seconds(DEDUP_STAGE, time.perf_counter() - started)
         self.busy[DEDUP_STAGE] += time.perf_counter() - started
         self.rundir.write_rows(folder, "dedup", verdicts)

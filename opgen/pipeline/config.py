@@ -11,6 +11,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from filters.base import Funnel
+from filters.dedup.chains import DEFAULT_MAX_PER_CHAIN
 from filters.window import DEFAULT_WINDOW_MS
 from opgen.errors import UsageError
 from opgen.sample.sampler import DEFAULT_MIX
@@ -44,6 +45,7 @@ class BuildConfig:
     precision: str = "default"
     planning: str = "survival"   # survival: round 0 per source from the shipped prior; rounds: n x oversample
     cpu_timing: bool = False     # a CPU build times its tasks too (on the CPU): the streaming path without a GPU
+    max_per_chain: int = DEFAULT_MAX_PER_CHAIN
 
     def __post_init__(self) -> None:
         if self.n < 1:
@@ -52,6 +54,8 @@ class BuildConfig:
             raise UsageError(f"--device must be cpu or cuda, got {self.device!r}")
         if self.shard_size < 1:
             raise UsageError("--shard-size must be at least 1")
+        if self.max_per_chain < 0:
+            raise UsageError(f"--max-per-chain must be 0 (no cap) or more, got {self.max_per_chain}")
         if self.planning not in ("survival", "rounds"):
             raise UsageError(f"--planning must be survival or rounds, got {self.planning!r}")
         for path in self.vocab_plugins:

@@ -7,6 +7,7 @@ from collections import Counter
 
 from huggingface_hub import DatasetCard, DatasetCardData
 
+from opgen.publish.family_mix import family_counts, pair_counts, share, task_families
 from opgen.records import COLUMN_DOCS
 
 
@@ -118,6 +119,23 @@ def _provenance_section(rows: list[dict]) -> list[str]:
     return lines
 
 
+def families_section(rows: list[dict], top: int = 15) -> list[str]:
+    """The family mix: tasks per operator family and per adjacent family pair (synonyms counted as one)."""
+    chains = [task_families(r) for r in rows]
+    families, pairs = family_counts(chains), pair_counts(chains)
+    lines = [f"Operators are grouped into canonical families (`torch.mm`, `torch.matmul`, `F.linear` are all "
+             f"`matmul`; the `families` column). Distinct families: {len(families)}; distinct family chains: "
+             f"{len({tuple(c) for c in chains})}; distinct adjacent pairs: {len(pairs)}.", "",
+             "| family | tasks | share |", "|---|---:|---:|"]
+    lines += [f"| `{family}` | {n} | {share(n, len(rows))} |" for family, n in families.most_common(top)]
+    lines += ["", f"Top {top} adjacent family pairs (b directly after a):", "", "| a → b | tasks | share |",
+              "|---|---:|---:|"]
+    lines += [f"| `{a}` → `{b}` | {n} | {share(n, len(rows))} |" for (a, b), n in pairs.most_common(top)]
+    if not pairs:
+        lines.append("| (no task has two operators) | 0 | 0.0% |")
+    return lines
+
+
 def render_card(rows: list[dict], stats: dict, config: dict, repo_id: str, plots: dict[str, str],
                 plot_note: str | None, dataset_info: dict | None = None, extra_configs: list[dict] | None = None,
                 baselines: str = "") -> DatasetCard:
@@ -139,8 +157,11 @@ def render_card(rows: list[dict], stats: dict, config: dict, repo_id: str, plots
         "2. **Static filters.** Parse, task shape, unsafe code (I/O, processes, ctypes, ...) and stochastic "
         "operators, by AST.",
         f"3. **Dedup and decontamination.** MinHash-LSH near-duplicates over normalised-token shingles "
-        f"(confirmed by exact Jaccard, clusters by connected components); tasks whose operator sequence equals a "
-        f"KernelBench task's or whose similarity to one is >= {stats.get('contamination_threshold', 0.65)} are dropped (reference: `{reference}`).",
+        f"(confirmed by exact Jaccard, clusters by connected components), then near duplicates by family chain (same "
+        f"operator families in order, same salient parameters, every size within 2x; at most "
+        f"{config.get('max_per_chain') or 'unlimited'} tasks per chain); tasks whose operator or family sequence equals "
+        f"a KernelBench level 1-3 task's or whose similarity to one is >= {stats.get('contamination_threshold', 0.65)} "
+        f"are dropped (reference: `{reference}`).",
         f"4. **Sandboxed execution** on `{config['device']}` in worker processes with time and memory limits: eager, "
         "`torch.compile` (compiled output within atol=rtol=1e-2 of eager), determinism, finite outputs, "
         "non-degenerate outputs (not constant, not the same for different inputs).",
@@ -153,6 +174,7 @@ def render_card(rows: list[dict], stats: dict, config: dict, repo_id: str, plots
         "## Summary", "", *_summary_section(rows, stats), "",
         "## Timing provenance", "", *_provenance_section(rows), "",
         baselines, "",
+        "## Operator families", "", *families_section(rows), "",
         "## Plots", "",
     ]
     for title, path in plots.items():

@@ -18,6 +18,7 @@ from opgen.sample.analyze import AnalysisError, analyze_code, estimate_gpu_ms, l
 from opgen.sample.render import op_nodes, render
 from opgen.vocab import Vocabulary, cached_vocabulary
 from opgen.vocab.builders import default_input, fits_numel
+from opgen.vocab.families import families_of
 from opgen.vocab.profiles import PROFILES
 from opgen.vocab.spec import OpSpec, Shape, Sizes
 
@@ -48,11 +49,9 @@ def _first_input(spec: OpSpec, rng: random.Random, sizes: Sizes) -> tuple[Shape,
     return default_input(rng, sizes, rng.choice(ranks))
 
 
-def _try_op(spec: OpSpec, rng: random.Random, shape: Shape, sizes: Sizes) -> tuple[dict, Shape, list] | None:
-    params = spec.draw(rng, shape, sizes)
-    if params is None:
-        return None
-    params = _normalise(params)
+def place_op(spec: OpSpec, shape: Shape, params: dict, sizes: Sizes) -> tuple[Shape, list[dict]] | None:
+    """The output shape and extra inputs (as graph-node dicts) of `spec` with these parameters on an input of
+    `shape`, or None when a tensor would exceed the profile's size limit."""
     out = tuple(spec.out_shape(shape, params))
     if not fits_numel(out, sizes):
         return None
@@ -62,7 +61,16 @@ def _try_op(spec: OpSpec, rng: random.Random, shape: Shape, sizes: Sizes) -> tup
             return None
         extra["shape"] = list(extra["shape"])
         extra["dim_names"] = list(extra["dim_names"])
-    return params, out, extras
+    return out, extras
+
+
+def _try_op(spec: OpSpec, rng: random.Random, shape: Shape, sizes: Sizes) -> tuple[dict, Shape, list] | None:
+    params = spec.draw(rng, shape, sizes)
+    if params is None:
+        return None
+    params = _normalise(params)
+    placed = place_op(spec, shape, params, sizes)
+    return None if placed is None else (params, *placed)
 
 
 def _balanced_order(rng: random.Random, options: list[OpSpec], limit: int) -> list[OpSpec]:
@@ -252,6 +260,7 @@ def record_from_graph(graph: nx.DiGraph, vocab: Vocabulary) -> dict:
         "id": task_id(code),
         "code": code,
         "ops": facts["ops"],
+        "families": families_of(facts["ops"], vocab),
         "data_source": facts["data_source"],
         "num_ops": facts["num_ops"],
         "seed": graph.graph["seed"],

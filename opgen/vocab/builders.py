@@ -56,18 +56,19 @@ def numel(shape: Shape) -> int:
 
 
 def pointwise(name: str, phrase: str, call: str, *, category: str = "elementwise", ranks=ALL_RANKS,
-              draw=None, args: tuple[str, ...] = ()) -> OpSpec:
+              draw=None, args: tuple[str, ...] = (), family: str = "") -> OpSpec:
     """A functional operator that keeps the shape, e.g. `torch.tanh({x})`."""
     extra = {"draw": draw} if draw else {}
-    return OpSpec(name=name, category=category, phrase=phrase, ranks=ranks, call=call, args=args, **extra)
+    return OpSpec(name=name, category=category, phrase=phrase, ranks=ranks, call=call, args=args, family=family,
+                  **extra)
 
 
 def pointwise_module(name: str, phrase: str, module: str, *, category: str = "activation", ranks=ALL_RANKS,
-                     draw=None, args: tuple[str, ...] = (), attr: str | None = None) -> OpSpec:
+                     draw=None, args: tuple[str, ...] = (), attr: str | None = None, family: str = "") -> OpSpec:
     """An nn module that keeps the shape, e.g. `nn.ReLU()`."""
     extra = {"draw": draw} if draw else {}
     return OpSpec(name=name, category=category, phrase=phrase, ranks=ranks, module=module, args=args,
-                  attr=attr, **extra)
+                  attr=attr, family=family, **extra)
 
 
 def reduce_dim(name: str, phrase: str, call: str, *, keepdim: bool | None = None, category: str = "reduction",

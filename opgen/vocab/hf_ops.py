@@ -2,7 +2,8 @@
 
 Configs are written out in the module template (or a `config` helper when a rotary embedding needs the same
 one), with every dropout 0.0 and an explicit attention implementation. Tuple outputs are reduced to one
-tensor in the `call` template.
+tensor in the `call` template. Classes that compute the same thing share a family (every RMSNorm variant is
+`rms_norm`, every gated feed-forward block `gated_mlp`); one of a kind keeps its own (`llama_decoder_layer`).
 """
 
 from __future__ import annotations
@@ -10,19 +11,19 @@ from __future__ import annotations
 import random
 
 from opgen.vocab.builders import sequence_input
-from opgen.vocab.spec import Extra, OpSpec, Params, Shape, Sizes
+from opgen.vocab.spec import Extra, OpSpec, Params, Shape, Sizes, default_family
 
 ATTENTION_IMPLEMENTATIONS = ("eager", "sdpa")
 MAX_HEAD_DIM = 256
 ROTARY_LAYOUT = ("batch_size", "seq_len", "head_dim")
 
 
-def _model_module(family: str) -> str:
-    return f"transformers.models.{family}.modeling_{family}"
+def _model_module(model_type: str) -> str:
+    return f"transformers.models.{model_type}.modeling_{model_type}"
 
 
-def _imports(family: str, *classes: str, config: str | None = None) -> tuple[str, ...]:
-    lines = [f"from {_model_module(family)} import {', '.join(classes)}"]
+def _imports(model_type: str, *classes: str, config: str | None = None) -> tuple[str, ...]:
+    lines = [f"from {_model_module(model_type)} import {', '.join(classes)}"]
     if config:
         lines.insert(0, f"from transformers import {config}")
     return tuple(lines)
@@ -110,10 +111,12 @@ def _conv1d_draw(rng: random.Random, shape: Shape, sizes: Sizes) -> Params:
 
 # ----------------------------------------------------------------------------------------- activations
 
-def _activation(name: str, phrase: str, arguments: str = "", draw=None) -> OpSpec:
+def _activation(name: str, phrase: str, arguments: str = "", draw=None, family: str = "") -> OpSpec:
+    """An activation class; its family is its name without `Activation` unless it computes a torch one."""
     extra = {"draw": draw} if draw else {}
+    family = family or default_family(name.removesuffix("Activation"))
     return OpSpec(name=f"transformers.{name}", category="transformers", phrase=phrase, ranks=(2, 3, 4),
-                  module=f"{name}({arguments})", standalone=True,
+                  module=f"{name}({arguments})", standalone=True, family=family,
                   imports=(f"from transformers.activations import {name}",), **extra)
 
 
@@ -128,15 +131,15 @@ def _clip_range(rng: random.Random, shape: Shape, sizes: Sizes) -> Params:
 
 ACTIVATIONS = [
     _activation("GELUActivation", "applies the GELU activation (erf form)",
-                "use_gelu_python={use_gelu_python}", _flag("use_gelu_python")),
+                "use_gelu_python={use_gelu_python}", _flag("use_gelu_python"), family="gelu"),
     _activation("GELUTanh", "applies the tanh approximation of GELU",
-                "use_gelu_tanh_python={use_gelu_tanh_python}", _flag("use_gelu_tanh_python")),
-    _activation("NewGELUActivation", "applies the GPT-2 'new' GELU activation"),
-    _activation("FastGELUActivation", "applies the fast tanh-approximated GELU activation"),
+                "use_gelu_tanh_python={use_gelu_tanh_python}", _flag("use_gelu_tanh_python"), family="gelu"),
+    _activation("NewGELUActivation", "applies the GPT-2 'new' GELU activation", family="gelu"),
+    _activation("FastGELUActivation", "applies the fast tanh-approximated GELU activation", family="gelu"),
     _activation("QuickGELUActivation", "applies the sigmoid-approximated quick GELU activation"),
     _activation("ClippedGELUActivation", "applies GELU clipped to a fixed range",
                 "min={low}, max={high}", _clip_range),
-    _activation("AccurateGELUActivation", "applies the accurate tanh-approximated GELU activation"),
+    _activation("AccurateGELUActivation", "applies the accurate tanh-approximated GELU activation", family="gelu"),
     _activation("MishActivation", "applies the Mish activation"),
     _activation("SiLUActivation", "applies the SiLU activation"),
     _activation("LaplaceActivation", "applies the Laplace activation of MEGA"),
@@ -148,9 +151,10 @@ ACTIVATIONS = [
 
 # -------------------------------------------------------------------------------------- normalisations
 
-def _norm(name: str, family: str, phrase: str, arguments: str = "{hidden_size}, eps={eps}") -> OpSpec:
-    return _task(name, phrase, f"{name}({arguments})", _imports(family, name), _draw_norm,
-                 args=("hidden_size",), attr="norm")
+def _norm(name: str, model_type: str, phrase: str, arguments: str = "{hidden_size}, eps={eps}",
+          family: str = "rms_norm") -> OpSpec:
+    return _task(name, phrase, f"{name}({arguments})", _imports(model_type, name), _draw_norm,
+                 args=("hidden_size",), attr="norm", family=family)
 
 
 NORMS = [
@@ -163,55 +167,57 @@ NORMS = [
     _norm("Phi3RMSNorm", "phi3", "applies Phi-3's RMS normalization"),
     _norm("DeepseekV3RMSNorm", "deepseek_v3", "applies DeepSeek-V3's RMS normalization"),
     _norm("T5LayerNorm", "t5", "applies T5's scale-only layer normalization"),
-    _norm("CohereLayerNorm", "cohere", "applies Cohere's bias-free layer normalization"),
-    _norm("OlmoLayerNorm", "olmo", "applies OLMo's parameter-free layer normalization", "{hidden_size}"),
+    _norm("CohereLayerNorm", "cohere", "applies Cohere's bias-free layer normalization", family="layer_norm"),
+    _norm("OlmoLayerNorm", "olmo", "applies OLMo's parameter-free layer normalization", "{hidden_size}",
+          family="layer_norm"),
 ]
 
 
 # ------------------------------------------------------------------------------------------ MLP blocks
 
-def _gated_mlp(name: str, family: str, config: str, phrase: str, activations: tuple[str, ...],
-               act_key: str = "hidden_act") -> OpSpec:
+def _config_mlp(name: str, model_type: str, config: str, phrase: str, activations: tuple[str, ...],
+                family: str = "gated_mlp", act_key: str = "hidden_act") -> OpSpec:
+    """A feed-forward block built from its model's config (gated unless `family` says otherwise)."""
     module = (f"{name}({config}(hidden_size={{hidden_size}}, intermediate_size={{intermediate_size}}, "
               f"num_attention_heads={{num_attention_heads}}, {act_key}={{act}}))")
-    return _task(name, phrase, module, _imports(family, name, config=config), _mlp_draw(*activations),
-                 args=("hidden_size", "intermediate_size"), attr="mlp")
+    return _task(name, phrase, module, _imports(model_type, name, config=config), _mlp_draw(*activations),
+                 args=("hidden_size", "intermediate_size"), attr="mlp", family=family)
 
 
 MLPS = [
-    _gated_mlp("LlamaMLP", "llama", "LlamaConfig", "applies Llama's gated SiLU feed-forward block", ("silu",)),
-    _gated_mlp("MistralMLP", "mistral", "MistralConfig", "applies Mistral's gated feed-forward block", ("silu",)),
-    _gated_mlp("Qwen2MLP", "qwen2", "Qwen2Config", "applies Qwen2's gated feed-forward block", ("silu",)),
-    _gated_mlp("Qwen3MLP", "qwen3", "Qwen3Config", "applies Qwen3's gated feed-forward block", ("silu",)),
-    _gated_mlp("GemmaMLP", "gemma", "GemmaConfig", "applies Gemma's gated GELU feed-forward block",
-               ("gelu_pytorch_tanh",)),
-    _gated_mlp("Phi3MLP", "phi3", "Phi3Config", "applies Phi-3's fused gate-up feed-forward block", ("silu",)),
-    _gated_mlp("GPTNeoXMLP", "gpt_neox", "GPTNeoXConfig", "applies GPT-NeoX's feed-forward block",
-               ("gelu", "gelu_new")),
-    _gated_mlp("CLIPMLP", "clip", "CLIPVisionConfig", "applies CLIP's feed-forward block",
-               ("quick_gelu", "gelu")),
-    _gated_mlp("SiglipMLP", "siglip", "SiglipVisionConfig", "applies SigLIP's feed-forward block",
-               ("gelu_pytorch_tanh",)),
+    _config_mlp("LlamaMLP", "llama", "LlamaConfig", "applies Llama's gated SiLU feed-forward block", ("silu",)),
+    _config_mlp("MistralMLP", "mistral", "MistralConfig", "applies Mistral's gated feed-forward block", ("silu",)),
+    _config_mlp("Qwen2MLP", "qwen2", "Qwen2Config", "applies Qwen2's gated feed-forward block", ("silu",)),
+    _config_mlp("Qwen3MLP", "qwen3", "Qwen3Config", "applies Qwen3's gated feed-forward block", ("silu",)),
+    _config_mlp("GemmaMLP", "gemma", "GemmaConfig", "applies Gemma's gated GELU feed-forward block",
+                ("gelu_pytorch_tanh",)),
+    _config_mlp("Phi3MLP", "phi3", "Phi3Config", "applies Phi-3's fused gate-up feed-forward block", ("silu",)),
+    _config_mlp("GPTNeoXMLP", "gpt_neox", "GPTNeoXConfig", "applies GPT-NeoX's feed-forward block",
+                ("gelu", "gelu_new"), family="mlp"),
+    _config_mlp("CLIPMLP", "clip", "CLIPVisionConfig", "applies CLIP's feed-forward block",
+                ("quick_gelu", "gelu"), family="mlp"),
+    _config_mlp("SiglipMLP", "siglip", "SiglipVisionConfig", "applies SigLIP's feed-forward block",
+                ("gelu_pytorch_tanh",), family="mlp"),
     _task("GPT2MLP", "applies GPT-2's Conv1D feed-forward block",
           "GPT2MLP({intermediate_size}, GPT2Config(n_embd={hidden_size}, n_head={num_attention_heads}, "
           "activation_function={act}, resid_pdrop=0.0))",
           _imports("gpt2", "GPT2MLP", config="GPT2Config"), _mlp_draw("gelu_new", "gelu"),
-          args=("hidden_size", "intermediate_size"), attr="mlp"),
+          args=("hidden_size", "intermediate_size"), attr="mlp", family="mlp"),
     _task("FalconMLP", "applies Falcon's feed-forward block",
           "FalconMLP(FalconConfig(hidden_size={hidden_size}, ffn_hidden_size={intermediate_size}, "
           "num_attention_heads={num_attention_heads}, activation={act}, hidden_dropout=0.0))",
           _imports("falcon", "FalconMLP", config="FalconConfig"), _mlp_draw("gelu"),
-          args=("hidden_size", "intermediate_size"), attr="mlp"),
+          args=("hidden_size", "intermediate_size"), attr="mlp", family="mlp"),
     _task("T5DenseActDense", "applies T5's dense-activation-dense feed-forward block",
           "T5DenseActDense(T5Config(d_model={hidden_size}, d_ff={intermediate_size}, "
           "num_heads={num_attention_heads}, feed_forward_proj={act}, dropout_rate=0.0))",
           _imports("t5", "T5DenseActDense", config="T5Config"), _mlp_draw("relu", "gelu"),
-          args=("hidden_size", "intermediate_size"), attr="ffn"),
+          args=("hidden_size", "intermediate_size"), attr="ffn", family="mlp"),
     _task("T5DenseGatedActDense", "applies T5's gated feed-forward block",
           "T5DenseGatedActDense(T5Config(d_model={hidden_size}, d_ff={intermediate_size}, "
           "num_heads={num_attention_heads}, feed_forward_proj={act}, dropout_rate=0.0))",
           _imports("t5", "T5DenseGatedActDense", config="T5Config"), _mlp_draw("gated-gelu", "gated-silu"),
-          args=("hidden_size", "intermediate_size"), attr="ffn"),
+          args=("hidden_size", "intermediate_size"), attr="ffn", family="gated_mlp"),
     _task("T5LayerFF", "applies T5's pre-norm residual feed-forward layer",
           "T5LayerFF(T5Config(d_model={hidden_size}, d_ff={intermediate_size}, "
           "num_heads={num_attention_heads}, feed_forward_proj={act}, dropout_rate=0.0))",
@@ -230,7 +236,7 @@ MLPS = [
     _task("Conv1D", "applies GPT-2's Conv1D (a linear layer with transposed weights)",
           "Conv1D({out_features}, {in_features})", ("from transformers.pytorch_utils import Conv1D",),
           _conv1d_draw, out_shape=lambda shape, params: (*shape[:-1], int(params["out_features"])),
-          args=("in_features", "out_features"), attr="conv1d"),
+          args=("in_features", "out_features"), attr="conv1d", family="matmul"),
 ]
 
 
@@ -242,25 +248,27 @@ def _rotary_config(config: str, extra: str = "") -> str:
             f"attention_dropout=0.0, attn_implementation={{attn}}{extra})")
 
 
-def _rotary_attention(name: str, family: str, config: str, rotary: str, phrase: str, head_dim: bool = True,
+def _rotary_attention(name: str, model_type: str, config: str, rotary: str, phrase: str, head_dim: bool = True,
                       layer: bool = False) -> OpSpec:
     """A decoder attention block (or layer) with its rotary embedding; positions are a long model input."""
     config_template = _rotary_config(config, ", head_dim={hidden_size} // {num_attention_heads}" if head_dim else "")
     call = "{self}({x}, position_embeddings={rotary}({x}, {position_ids}), attention_mask=None)"
     return _task(name, phrase, f"{name}({{config}}, layer_idx=0)",
-                 _imports(family, name, rotary, config=config), _draw_attention,
+                 _imports(model_type, name, rotary, config=config), _draw_attention,
                  helpers=(("config", config_template), ("rotary", f"{rotary}({{config}})")),
                  call=call if layer else call + "[0]", extras=_position_ids,
-                 args=("hidden_size", "num_attention_heads"), attr="layer" if layer else "attn")
+                 args=("hidden_size", "num_attention_heads"), attr="layer" if layer else "attn",
+                 family="llama_decoder_layer" if layer else "rotary_attention")
 
 
-def _encoder_attention(name: str, family: str, config: str, phrase: str, config_args: str,
-                       construct: str = "{name}({config_template})", output_index: bool = True) -> OpSpec:
+def _encoder_attention(name: str, model_type: str, config: str, phrase: str, config_args: str,
+                       construct: str = "{name}({config_template})", output_index: bool = True,
+                       family: str = "multihead_attention") -> OpSpec:
     config_template = f"{config}({config_args})"
     module = construct.format(name=name, config_template=config_template)
-    return _task(name, phrase, module, _imports(family, name, config=config), _draw_attention,
+    return _task(name, phrase, module, _imports(model_type, name, config=config), _draw_attention,
                  call="{self}({x})[0]" if output_index else "{self}({x})",
-                 args=("hidden_size", "num_attention_heads"), attr="attn")
+                 args=("hidden_size", "num_attention_heads"), attr="attn", family=family)
 
 
 _BERT_CONFIG = ("hidden_size={hidden_size}, num_attention_heads={num_attention_heads}, "
@@ -275,7 +283,8 @@ ROTARY = [
           "rope_parameters={{'rope_type': 'default', 'rope_theta': {rope_theta}}}))",
           _imports("llama", "LlamaRotaryEmbedding", config="LlamaConfig"), _draw_rotary,
           call="torch.cat({self}({x}, {position_ids}), dim=-1)", extras=_position_ids, out_shape=_rotary_shape,
-          make_input=_rotary_input, args=("hidden_size", "num_attention_heads"), attr="rotary"),
+          make_input=_rotary_input, args=("hidden_size", "num_attention_heads"), attr="rotary",
+          family="rotary_embedding"),
 ]
 
 ATTENTION = [
@@ -293,13 +302,15 @@ ATTENTION = [
                       "applies a full Llama decoder layer (RMS norms, attention, gated MLP, residuals)", layer=True),
     _encoder_attention("GPT2Attention", "gpt2", "GPT2Config", "applies GPT-2's causal self-attention",
                        "n_embd={hidden_size}, n_head={num_attention_heads}, attn_pdrop=0.0, resid_pdrop=0.0, "
-                       "attn_implementation={attn}", construct="{name}({config_template}, layer_idx=0)"),
+                       "attn_implementation={attn}", construct="{name}({config_template}, layer_idx=0)",
+                       family="causal_self_attention"),
     _encoder_attention("BertSelfAttention", "bert", "BertConfig", "applies BERT's multi-head self-attention",
                        _BERT_CONFIG),
     _encoder_attention("BertAttention", "bert", "BertConfig",
-                       "applies BERT's self-attention with output projection, residual and layer norm", _BERT_CONFIG),
+                       "applies BERT's self-attention with output projection, residual and layer norm", _BERT_CONFIG,
+                       family="bert_attention"),
     _encoder_attention("BertLayer", "bert", "BertConfig", "applies a full BERT encoder layer", _BERT_CONFIG,
-                       output_index=False),
+                       output_index=False, family="transformer_encoder_layer"),
     _encoder_attention("ViTAttention", "vit", "ViTConfig", "applies ViT's multi-head self-attention",
                        "hidden_size={hidden_size}, num_attention_heads={num_attention_heads}, "
                        "intermediate_size={intermediate_size}, attention_probs_dropout_prob=0.0, "
@@ -307,7 +318,8 @@ ATTENTION = [
     _encoder_attention("ViTLayer", "vit", "ViTConfig", "applies a full ViT encoder layer",
                        "hidden_size={hidden_size}, num_attention_heads={num_attention_heads}, "
                        "intermediate_size={intermediate_size}, hidden_dropout_prob=0.0, "
-                       "attention_probs_dropout_prob=0.0, attn_implementation={attn}", output_index=False),
+                       "attention_probs_dropout_prob=0.0, attn_implementation={attn}", output_index=False,
+                       family="transformer_encoder_layer"),
     _encoder_attention("CLIPAttention", "clip", "CLIPVisionConfig", "applies CLIP's multi-head self-attention",
                        _VISION_CONFIG),
     _encoder_attention("SiglipAttention", "siglip", "SiglipVisionConfig",
@@ -316,7 +328,8 @@ ATTENTION = [
                        "applies T5's self-attention with a learned relative position bias",
                        "d_model={hidden_size}, d_kv={hidden_size} // {num_attention_heads}, num_heads={num_attention_heads}, dropout_rate=0.0, "
                        "attn_implementation={attn}",
-                       construct="{name}({config_template}, has_relative_attention_bias=True)"),
+                       construct="{name}({config_template}, has_relative_attention_bias=True)",
+                       family="t5_attention"),
 ]
 
 SPECS: list[OpSpec] = [*ACTIVATIONS, *NORMS, *MLPS, *ROTARY, *ATTENTION]

@@ -97,7 +97,8 @@ MODULES: list[OpSpec] = [
     _dim_module("LogSoftmax", "applies log-softmax along a dimension", "log_softmax"),
     _dim_module("Softmin", "applies softmin along a dimension", "softmin"),
     OpSpec(name="nn.Softmax2d", category="activation", phrase="applies softmax over channels at each location",
-           ranks=(4,), draw=lambda r, s, z: {} if s[1] > 1 else None, module="nn.Softmax2d()", attr="softmax2d"),
+           ranks=(4,), draw=lambda r, s, z: {} if s[1] > 1 else None, module="nn.Softmax2d()", attr="softmax2d",
+           family="softmax"),
 ]
 
 FUNCTIONS: list[OpSpec] = [
@@ -126,7 +127,8 @@ FUNCTIONS: list[OpSpec] = [
               draw=_LAMBD),
     pointwise("F.tanhshrink", "applies tanhshrink", "F.tanhshrink({x})", category="activation"),
     pointwise("torch.sigmoid", "applies sigmoid", "torch.sigmoid({x})", category="activation"),
-    pointwise("F.logsigmoid", "applies log-sigmoid", "F.logsigmoid({x})", category="activation"),
+    pointwise("F.logsigmoid", "applies log-sigmoid", "F.logsigmoid({x})", category="activation",
+              family="log_sigmoid"),
     pointwise("torch.tanh", "applies tanh", "torch.tanh({x})", category="activation"),
     pointwise("F.threshold", "thresholds values", "F.threshold({x}, {threshold}, {value})", category="activation",
               draw=_THRESHOLD),

@@ -27,10 +27,11 @@ def _learned(name: str, phrase: str, init: str, call: str, attr: str) -> OpSpec:
                   module=f"nn.Parameter({init})", call=call, args=("param_shape",), attr=attr)
 
 
-def _binary(name: str, phrase: str, call: str, *, draw=None, other: str = "y", dtype: str = "float") -> OpSpec:
+def _binary(name: str, phrase: str, call: str, *, draw=None, other: str = "y", dtype: str = "float",
+            family: str = "") -> OpSpec:
     extra = {"draw": draw} if draw else {}
     return OpSpec(name=name, category="elementwise", phrase=phrase, ranks=ALL_RANKS, call=call,
-                  extras=_same_extra(other, dtype), **extra)
+                  extras=_same_extra(other, dtype), family=family, **extra)
 
 
 def _pick(**options):
@@ -56,7 +57,7 @@ UNARY: list[OpSpec] = [
     pointwise("torch.clamp", "clamps values to a range", "torch.clamp({x}, min={min}, max={max})",
               draw=_pick(min=(-0.5, -1.0), max=(0.5, 1.0, 2.0))),
     pointwise("torch.clamp_min", "clamps values from below", "torch.clamp_min({x}, {min})",
-              draw=_pick(min=(-0.5, 0.0, 0.1))),
+              draw=_pick(min=(-0.5, 0.0, 0.1)), family="clamp"),
     pointwise("torch.pow", "raises values to an integer power", "torch.pow({x}, {exponent})",
               draw=_pick(exponent=(2, 3))),
     pointwise("torch.fmod", "takes the remainder of division by a constant (fmod)", "torch.fmod({x}, {divisor})",
@@ -80,8 +81,10 @@ LEARNED: list[OpSpec] = [
 BINARY: list[OpSpec] = [
     _binary("torch.maximum", "takes the elementwise maximum with a second input", "torch.maximum({x}, {y})"),
     _binary("torch.minimum", "takes the elementwise minimum with a second input", "torch.minimum({x}, {y})"),
-    _binary("torch.fmax", "takes the elementwise fmax with a second input", "torch.fmax({x}, {y})"),
-    _binary("torch.fmin", "takes the elementwise fmin with a second input", "torch.fmin({x}, {y})"),
+    _binary("torch.fmax", "takes the elementwise fmax with a second input", "torch.fmax({x}, {y})",
+            family="maximum"),
+    _binary("torch.fmin", "takes the elementwise fmin with a second input", "torch.fmin({x}, {y})",
+            family="minimum"),
     _binary("torch.lerp", "linearly interpolates towards a second input", "torch.lerp({x}, {y}, {weight})",
             draw=_pick(weight=(0.25, 0.5, 0.75))),
     _binary("torch.hypot", "computes the hypotenuse with a second input", "torch.hypot({x}, {y})"),

@@ -1,4 +1,7 @@
-"""Matrix-multiply operators: linear layers, mm/bmm/matmul/addmm/baddbmm/mv and einsum contractions."""
+"""Matrix-multiply operators: linear layers, mm/bmm/matmul/addmm/baddbmm/mv and einsum contractions.
+
+Every product with a learned weight matrix (linear, F.linear, matmul, mm, addmm, einsum) is family `matmul`.
+"""
 
 from __future__ import annotations
 
@@ -54,10 +57,10 @@ def _einsum_out(shape: Shape, p: Params) -> Shape:
 
 
 SPECS: list[OpSpec] = [
-    OpSpec(name="nn.Linear", category="gemm", phrase="applies a linear projection", ranks=(2, 3, 4),
+    OpSpec(name="nn.Linear", category="gemm", family="matmul", phrase="applies a linear projection", ranks=(2, 3, 4),
            draw=_draw_linear, out_shape=_last_to_out, attr="linear",
            module="nn.Linear({in_features}, {out_features}, bias={bias})", args=("in_features", "out_features")),
-    OpSpec(name="F.linear", category="gemm", phrase="applies a linear map with a learned weight matrix",
+    OpSpec(name="F.linear", category="gemm", family="matmul", phrase="applies a linear map with a learned weight matrix",
            ranks=(2, 3), draw=_draw_weight, out_shape=_last_to_out, attr="weight",
            module="nn.Parameter(torch.randn({out_features}, {in_features}) * {scale})", call="F.linear({x}, {self})",
            args=("in_features", "out_features")),
@@ -67,15 +70,15 @@ SPECS: list[OpSpec] = [
            extras=lambda s, p: [Extra("y", tuple(s[:-1]) + (p["in2_features"],),
                                       dim_names=(None,) * (len(s) - 1) + ("in2_features",))],
            args=("in1_features", "in2_features", "out_features")),
-    OpSpec(name="torch.matmul", category="gemm", phrase="multiplies by a learned weight matrix", ranks=(2, 3, 4, 5),
+    OpSpec(name="torch.matmul", category="gemm", family="matmul", phrase="multiplies by a learned weight matrix", ranks=(2, 3, 4, 5),
            draw=_draw_weight, out_shape=_last_to_out, attr="weight",
            module="nn.Parameter(torch.randn({in_features}, {out_features}) * {scale})",
            call="torch.matmul({x}, {self})", args=("in_features", "out_features")),
-    OpSpec(name="torch.mm", category="gemm", phrase="multiplies by a learned weight matrix with mm", ranks=(2,),
+    OpSpec(name="torch.mm", category="gemm", family="matmul", phrase="multiplies by a learned weight matrix with mm", ranks=(2,),
            draw=_draw_weight, out_shape=_last_to_out, attr="weight",
            module="nn.Parameter(torch.randn({in_features}, {out_features}) * {scale})",
            call="torch.mm({x}, {self})", args=("in_features", "out_features")),
-    OpSpec(name="torch.addmm", category="gemm", phrase="applies an affine map with addmm", ranks=(2,),
+    OpSpec(name="torch.addmm", category="gemm", family="matmul", phrase="applies an affine map with addmm", ranks=(2,),
            draw=_draw_linear, out_shape=_last_to_out, attr="proj",
            module="nn.Linear({in_features}, {out_features})",
            call="torch.addmm({self}.bias, {x}, {self}.weight.t())", args=("in_features", "out_features")),
@@ -87,11 +90,11 @@ SPECS: list[OpSpec] = [
     OpSpec(name="torch.bmm", category="gemm", phrase="multiplies by a second batch of matrices", ranks=(3,),
            draw=_draw_bmm, out_shape=lambda s, p: (s[0], s[1], p["n"]), call="torch.bmm({x}, {w})",
            extras=lambda s, p: [Extra("w", (s[0], s[2], p["n"]), dim_names=(None, None, "n"))]),
-    OpSpec(name="torch.baddbmm", category="gemm", phrase="adds a learned bias to a batched matrix product",
+    OpSpec(name="torch.baddbmm", category="gemm", family="bmm", phrase="adds a learned bias to a batched matrix product",
            ranks=(3,), draw=_draw_baddbmm, out_shape=lambda s, p: (s[0], s[1], p["n"]), attr="bias",
            module="nn.Parameter(torch.randn({n}))", call="torch.baddbmm({self}, {x}, {w}, beta={beta}, alpha={alpha})",
            extras=lambda s, p: [Extra("w", (s[0], s[2], p["n"]), dim_names=(None, None, "n"))], args=("n",)),
-    OpSpec(name="torch.einsum", category="gemm", phrase="contracts a dimension with a learned weight via einsum",
+    OpSpec(name="torch.einsum", category="gemm", family="matmul", phrase="contracts a dimension with a learned weight via einsum",
            ranks=(2, 3, 4, 5), draw=_draw_einsum, out_shape=_einsum_out, attr="weight",
            module="nn.Parameter(torch.randn({in_features}, {out_features}) * {scale})",
            call="torch.einsum({equation}, {x}, {self})", args=("in_features", "out_features")),

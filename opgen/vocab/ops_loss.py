@@ -48,10 +48,10 @@ def _draw_ce(rng: random.Random, shape: Shape, sizes: Sizes) -> Params | None:
 
 
 def _loss(name: str, phrase: str, *, module: str | None = None, call: str | None = None, draw=_draw_reduction,
-          extras=None, ranks=_RANKS) -> OpSpec:
+          extras=None, ranks=_RANKS, family: str = "") -> OpSpec:
     fields = {"module": module, "call": call or "{self}({x}, {target})", "attr": "loss_fn"} if module else {"call": call}
     return OpSpec(name=name, category="loss", phrase=phrase, ranks=ranks, draw=draw, out_shape=lambda s, p: (),
-                  extras=extras or _target(), last_only=True, **fields)
+                  extras=extras or _target(), last_only=True, family=family, **fields)
 
 
 def _triplet_extras(shape: Shape, params: Params) -> list[Extra]:
@@ -66,18 +66,19 @@ LOSSES: list[OpSpec] = [
     _loss("nn.HuberLoss", "computes the Huber loss against a target",
           module="nn.HuberLoss(reduction={reduction}, delta={delta})", draw=_pick(delta=(1.0, 0.5, 2.0))),
     _loss("nn.KLDivLoss", "computes the KL divergence from a target distribution", ranks=(2, 3),
-          module="nn.KLDivLoss(reduction='batchmean')", extras=_target("prob")),
+          module="nn.KLDivLoss(reduction='batchmean')", extras=_target("prob"), family="kl_div"),
     _loss("nn.CrossEntropyLoss", "computes the cross-entropy against class targets", draw=_draw_ce,
           module="nn.CrossEntropyLoss(reduction={reduction}, label_smoothing={label_smoothing})",
-          extras=_class_target),
+          extras=_class_target, family="cross_entropy"),
     _loss("nn.NLLLoss", "computes the negative log-likelihood of class targets", draw=_draw_classes,
           module="nn.NLLLoss(reduction={reduction})", extras=_class_target),
     _loss("nn.BCEWithLogitsLoss", "computes binary cross-entropy with logits against a target",
-          module="nn.BCEWithLogitsLoss(reduction={reduction})", extras=_target("positive")),
+          module="nn.BCEWithLogitsLoss(reduction={reduction})", extras=_target("positive"), family="bce_with_logits"),
     _loss("nn.SoftMarginLoss", "computes the soft-margin loss against a target",
           module="nn.SoftMarginLoss(reduction={reduction})"),
     _loss("nn.MultiLabelSoftMarginLoss", "computes the multi-label soft-margin loss", ranks=(2,),
-          module="nn.MultiLabelSoftMarginLoss(reduction={reduction})", extras=_target("positive")),
+          module="nn.MultiLabelSoftMarginLoss(reduction={reduction})", extras=_target("positive"),
+          family="multilabel_soft_margin_loss"),
     _loss("nn.PoissonNLLLoss", "computes the Poisson negative log-likelihood with log-rate input",
           module="nn.PoissonNLLLoss(log_input=True, reduction={reduction})", extras=_target("positive")),
     _loss("nn.TripletMarginLoss", "computes the triplet margin loss", ranks=(2,),
@@ -94,7 +95,8 @@ LOSSES: list[OpSpec] = [
           call="F.cross_entropy({x}, {target}, reduction={reduction}, label_smoothing={label_smoothing})",
           extras=_class_target),
     _loss("F.binary_cross_entropy_with_logits", "computes binary cross-entropy with logits against a target",
-          call="F.binary_cross_entropy_with_logits({x}, {target}, reduction={reduction})", extras=_target("positive")),
+          call="F.binary_cross_entropy_with_logits({x}, {target}, reduction={reduction})", extras=_target("positive"),
+          family="bce_with_logits"),
     _loss("F.soft_margin_loss", "computes the soft-margin loss against a target",
           call="F.soft_margin_loss({x}, {target}, reduction={reduction})"),
     _loss("F.poisson_nll_loss", "computes the Poisson negative log-likelihood with log-rate input",

@@ -46,14 +46,14 @@ def _batch_norm(dims: int) -> OpSpec:
     ranks = (2, 3) if dims == 1 else (dims + 2,)
     return OpSpec(name=f"nn.BatchNorm{dims}d", category="norm", phrase="applies batch normalization", ranks=ranks,
                   draw=_draw_batch_norm, module=f"nn.BatchNorm{dims}d({{num_features}}, affine={{affine}})",
-                  args=("num_features",), attr="bn")
+                  args=("num_features",), attr="bn", family="batch_norm")
 
 
 def _instance_norm(dims: int) -> OpSpec:
     return OpSpec(name=f"nn.InstanceNorm{dims}d", category="norm", phrase="applies instance normalization",
                   ranks=(dims + 2,), draw=_draw_instance_norm,
                   module=f"nn.InstanceNorm{dims}d({{num_features}}, affine={{affine}})", args=("num_features",),
-                  attr="instance_norm")
+                  attr="instance_norm", family="instance_norm")
 
 
 SPECS: list[OpSpec] = [

@@ -28,8 +28,8 @@ def _reduce_out(shape: Shape, p: Params) -> Shape:
 
 
 def _reduce(name: str, phrase: str, *, multi: bool = True, min_size: int = 1, max_size: int | None = None,
-            suffix: str = "", extra_args: str = "", last_only: bool = False) -> OpSpec:
-    return OpSpec(name=name, category="reduction", phrase=phrase, ranks=_RANKS,
+            suffix: str = "", extra_args: str = "", last_only: bool = False, family: str = "") -> OpSpec:
+    return OpSpec(name=name, category="reduction", phrase=phrase, ranks=_RANKS, family=family,
                   draw=_draw_reduce(multi, min_size, max_size), out_shape=_reduce_out, last_only=last_only,
                   call=f"{name}({{x}}, {extra_args}dim={{dim}}, keepdim={{keepdim}}){suffix}")
 
@@ -59,14 +59,15 @@ def _draw_topk(rng: random.Random, shape: Shape, sizes: Sizes) -> Params | None:
 SPECS: list[OpSpec] = [
     _reduce("torch.sum", "sums along a dimension"),
     _reduce("torch.mean", "averages along a dimension"),
-    _reduce("torch.amax", "takes the maximum along a dimension"),
-    _reduce("torch.amin", "takes the minimum along a dimension"),
+    _reduce("torch.amax", "takes the maximum along a dimension", family="max"),
+    _reduce("torch.amin", "takes the minimum along a dimension", family="min"),
     _reduce("torch.prod", "multiplies along a dimension", multi=False, max_size=16),
     _reduce("torch.std", "computes the standard deviation along a dimension", min_size=2),
     _reduce("torch.var", "computes the variance along a dimension", min_size=2),
     _reduce("torch.logsumexp", "computes log-sum-exp along a dimension"),
     _reduce("torch.norm", "computes the L2 norm along a dimension", multi=False),
-    _reduce("torch.linalg.vector_norm", "computes a vector p-norm along a dimension", extra_args="ord=1, "),
+    _reduce("torch.linalg.vector_norm", "computes a vector p-norm along a dimension", extra_args="ord=1, ",
+            family="norm"),
     _reduce("torch.max", "takes the maximum values along a dimension", multi=False, suffix=".values"),
     _reduce("torch.min", "takes the minimum values along a dimension", multi=False, suffix=".values"),
     _reduce("torch.median", "takes the median along a dimension", multi=False, suffix=".values", min_size=2),

@@ -49,7 +49,7 @@ def _pad_module(kind: str, dims: int) -> OpSpec:
     value = ", {value}" if kind == "Constant" else ""
     return OpSpec(name=f"nn.{kind}Pad{dims}d", category="shape", phrase=f"{_PAD_KINDS[kind]} the last {dims} dimension"
                   + ("s" if dims > 1 else ""), ranks=(dims + 2,), draw=_draw_pad(dims, kind), out_shape=_pad_out,
-                  module=f"nn.{kind}Pad{dims}d({{padding}}{value})", attr="pad")
+                  module=f"nn.{kind}Pad{dims}d({{padding}}{value})", attr="pad", family="pad")
 
 
 def _draw_f_pad(rng: random.Random, shape: Shape, sizes: Sizes) -> Params | None:
@@ -173,7 +173,7 @@ SPECS: list[OpSpec] = [
     OpSpec(name="nn.Unflatten", category="shape", phrase="splits the feature dimension in two", ranks=(2, 3),
            draw=_draw_unflatten, out_shape=lambda s, p: (s[0], *p["unflattened_size"], *s[2:]),
            module="nn.Unflatten(1, {unflattened_size})", attr="unflatten"),
-    OpSpec(name="torch.transpose", category="shape", phrase="swaps two dimensions", ranks=(3, 4, 5),
+    OpSpec(name="torch.transpose", category="shape", phrase="swaps two dimensions", ranks=(3, 4, 5), family="permute",
            draw=_draw_transpose, out_shape=_transpose_out, call="torch.transpose({x}, {dim0}, {dim1}).contiguous()"),
     OpSpec(name="torch.permute", category="shape", phrase="permutes the non-batch dimensions", ranks=(3, 4, 5),
            draw=_draw_permute, out_shape=lambda s, p: tuple(s[d] for d in p["dims"]),
@@ -192,7 +192,7 @@ SPECS: list[OpSpec] = [
                                    s[3] // p["downscale_factor"]),
            module="nn.PixelUnshuffle({downscale_factor})", args=("downscale_factor",)),
     OpSpec(name="nn.Upsample", category="shape", phrase="upsamples the spatial dimensions", ranks=(3, 4, 5),
-           draw=_draw_upsample, out_shape=_upsample_out, attr="upsample",
+           draw=_draw_upsample, out_shape=_upsample_out, attr="upsample", family="interpolate",
            module="nn.Upsample(scale_factor={scale_factor}, mode={mode}, align_corners={align_corners})",
            args=("scale_factor",)),
     OpSpec(name="F.interpolate", category="shape", phrase="interpolates the spatial dimensions to a larger size",
@@ -200,10 +200,10 @@ SPECS: list[OpSpec] = [
            call="F.interpolate({x}, scale_factor={scale_factor}, mode={mode}, align_corners={align_corners})"),
     OpSpec(name="nn.UpsamplingNearest2d", category="shape", phrase="upsamples by nearest neighbour", ranks=(4,),
            draw=lambda r, s, z: {"scale_factor": r.choice((2, 3))}, out_shape=_upsample_out, attr="upsample",
-           module="nn.UpsamplingNearest2d(scale_factor={scale_factor})"),
+           module="nn.UpsamplingNearest2d(scale_factor={scale_factor})", family="interpolate"),
     OpSpec(name="nn.UpsamplingBilinear2d", category="shape", phrase="upsamples bilinearly", ranks=(4,),
            draw=lambda r, s, z: {"scale_factor": 2}, out_shape=_upsample_out, attr="upsample",
-           module="nn.UpsamplingBilinear2d(scale_factor={scale_factor})"),
+           module="nn.UpsamplingBilinear2d(scale_factor={scale_factor})", family="interpolate"),
     OpSpec(name="nn.ChannelShuffle", category="shape", phrase="shuffles channels across groups", ranks=(3, 4, 5),
            draw=_draw_channel_shuffle, module="nn.ChannelShuffle({groups})", attr="channel_shuffle"),
     OpSpec(name="nn.Unfold", category="shape", phrase="extracts sliding local blocks (im2col)", ranks=(4,),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 import string
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,6 +16,22 @@ CATEGORIES = (
     "recurrent", "distance", "loss", "embedding", "transformers",
 )
 ALL_RANKS = (1, 2, 3, 4, 5)
+FAMILY_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
+# Mixed-case acronyms that a CamelCase split would tear apart (`ReLU` -> `re_lu`).
+_ACRONYMS = (("PReLU", "Prelu"), ("ReLU", "Relu"), ("SiLU", "Silu"))
+_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+def default_family(name: str) -> str:
+    """The family a name gets when nothing says otherwise: its last dotted part in snake case, an in-place `_`
+    dropped (`nn.LeakyReLU`, `F.leaky_relu` -> `leaky_relu`; `nn.LSTMCell` -> `lstm_cell`)."""
+    base = name.rsplit(".", 1)[-1]
+    if base.endswith("_") and not base.startswith("_"):
+        base = base.rstrip("_")
+    for acronym, word in _ACRONYMS:
+        base = base.replace(acronym, word)
+    snake = re.sub(r"_+", "_", _CAMEL_BOUNDARY.sub("_", base).lower()).strip("_")
+    return snake or "op"
 
 
 @dataclass(frozen=True)
@@ -71,6 +88,8 @@ class OpSpec:
     `Model.__init__` argument and a module-level size constant (stored as `self.<name>` when a forward
     template uses it); any other parameter is written as a literal. By convention dim 0 of every tensor is
     the batch dimension and parameters never depend on it, so a profile can rescale the batch afterwards.
+    `family` is the canonical operator family that synonyms share (`nn.ReLU`, `F.relu`, `torch.relu` -> `relu`);
+    left empty it is derived from the name (`default_family`).
     """
 
     name: str
@@ -91,7 +110,12 @@ class OpSpec:
     standalone: bool = False
     imports: tuple[str, ...] = ()
     helpers: tuple[tuple[str, str], ...] = ()
+    family: str = ""
     defined_in: str = field(default="opgen", compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.family and isinstance(self.name, str) and self.name:
+            object.__setattr__(self, "family", default_family(self.name))
 
     @property
     def is_module(self) -> bool:
@@ -125,6 +149,8 @@ def check_spec(spec: OpSpec) -> None:
         fail("name", "must be a canonical dotted name such as 'nn.Conv2d' or 'torch.cumsum'")
     if not spec.name.startswith(("nn.", "torch.", "F.", "transformers.")):
         fail("name", "must start with nn., torch., F. or transformers.")
+    if not isinstance(spec.family, str) or not FAMILY_PATTERN.match(spec.family):
+        fail("family", f"must be a lower-case snake_case name such as 'relu' or 'matmul', got {spec.family!r}")
     if spec.category not in CATEGORIES:
         fail("category", f"must be one of {', '.join(CATEGORIES)}, got {spec.category!r}")
     if not spec.phrase or not isinstance(spec.phrase, str):
