@@ -1,5 +1,5 @@
-"""Compare timing runs of the same tasks (JSONL from `opgen time`): median |Δ| of eager_ms and compile_ms between
-the first two runs, and of each against a third (e.g. 100 fixed trials), with the trials the runs used.
+"""Compare timing runs of the same tasks (JSONL from `opgen time`): median |Δ| of eager_ms and compile_ms (CUDA
+events) and of their profiler device times between the first two runs, and of each against a third (e.g. 100 fixed trials), with the trials the runs used.
 
     python scripts/compare_timings.py RUN1.jsonl RUN2.jsonl [REFERENCE.jsonl]
 """
@@ -26,7 +26,7 @@ def median_delta(a: dict, b: dict, key: str) -> dict:
 def main(paths: list[str]) -> int:
     runs = [load(p) for p in paths]
     report = {}
-    for key in ("eager_ms", "compile_ms"):
+    for key in ("eager_ms", "compile_ms", "eager_device_us", "compile_device_us"):
         report[f"{key} run1 vs run2"] = median_delta(runs[0], runs[1], key)
         if len(runs) > 2:
             report[f"{key} run1 vs reference"] = median_delta(runs[0], runs[2], key)

@@ -4,6 +4,8 @@
 #   kb        KernelBench level 2 timed twice with adaptive trials, and KB_FIXED problems with 100 fixed trials
 #   build     `opgen build --n N` (new mode: streaming, adaptive, survival planning), resumable under BUILD_S;
 #             then the independent agreement script over its first 100 tasks
+#   kbdiag    KernelBench level 2 timed twice with one timing worker (--workers-per-gpu 1): does the compile
+#             run-to-run spread come from the other workers sharing the CPU?
 #   old       the same seed and N_OLD in the old mode (--no-stream --trial-mode fixed --planning rounds), and
 #             the new mode on the same N_OLD, one after the other
 # Inputs (git-ignored, carried): .whl/ and .devdata/ (scripts/device_prepare.sh); a carried data/device3/ resumes.
@@ -64,15 +66,32 @@ PY
       python3 scripts/compare_timings.py "$WORK"/kb_adaptive1.jsonl "$WORK"/kb_adaptive2.jsonl "$WORK"/kb_fixed.jsonl \
         | tee -a "$OUT/summary.txt"
       tar czf "$OUT/kb.tar.gz" -C "$WORK" kb_adaptive1.jsonl kb_adaptive2.jsonl kb_fixed.jsonl 2>/dev/null ;;
+    kbdiag)
+      [ -f .devdata/kb_level2.jsonl ] || python3 -c "
+import json
+with open('.devdata/kb_level2.jsonl', 'w') as out:
+    for r in map(json.loads, open('.devdata/problems.jsonl')):
+        if r['level'] == 2:
+            out.write(json.dumps({'id': f\"kb-2-{r['problem_id']}\", 'source': r['name'], 'code': r['code']}) + '\n')
+"
+      for run in 1 2; do
+        start=$SECONDS
+        timeout "$KB_S" python3 -m opgen time --input .devdata/kb_level2.jsonl --device cuda --workers-per-gpu 1 \
+          --out "$WORK/kb_w1_$run.jsonl" --no-progress 2> "$LOGS/kbw1_$run.log"
+        say "kb one-worker run $run rc=$? wall $((SECONDS - start)) s"; grep '^{"time"' "$LOGS/kbw1_$run.log" | tee -a "$OUT/summary.txt"
+      done
+      python3 scripts/compare_timings.py "$WORK"/kb_w1_1.jsonl "$WORK"/kb_w1_2.jsonl | tee -a "$OUT/summary.txt"
+      tar czf "$OUT/kbdiag.tar.gz" -C "$WORK" kb_w1_1.jsonl kb_w1_2.jsonl 2>/dev/null ;;
     build)
       build "gpu$N" "$N" "$BUILD_S"
       if [ -f "$WORK/gpu$N/tasks.parquet" ]; then
-        timeout 150 python3 scripts/agreement.py "$WORK/gpu$N/tasks.parquet" "$OUT/agreement.json" --limit 100 \
-          --budget-s 120 | tee -a "$OUT/summary.txt"
+        timeout 120 python3 scripts/agreement.py "$WORK/gpu$N/tasks.parquet" "$OUT/agreement.json" --limit 100 \
+          --budget-s 100 | tee -a "$OUT/summary.txt"
         python3 -m opgen publish "$WORK/gpu$N" --repo-id opgen/cuda-ops-h200 --dry-run --out "$WORK/dataset$N" \
           >> "$OUT/summary.txt" 2>&1
       fi
-      tar czf "$OUT/run$N.tar.gz" -C "$WORK" "gpu$N" 2>/dev/null ;;
+      tar czf "$OUT/run$N.tar.gz" -C "$WORK" "gpu$N" 2>/dev/null
+      [ -d "$WORK/dataset$N" ] && tar czf "$OUT/dataset$N.tar.gz" -C "$WORK" "dataset$N" ;;
     old)
       build "new$N_OLD" "$N_OLD" 200
       build "old$N_OLD" "$N_OLD" 330 --no-stream --trial-mode fixed --planning rounds

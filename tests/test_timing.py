@@ -138,6 +138,18 @@ def test_time_records_on_cpu_fills_columns_and_keeps_failures():
     assert reasons == ["exec_error", None, "crash"]
 
 
+def test_compile_is_not_timed_when_eager_misses_the_window():
+    """A build passes its window: a task whose eager median falls outside it is rejected, so compile is not timed."""
+    outside, inside = time_records([{"id": "outside", "code": LINEAR_TASK}], device="cpu", trials=3, warmups=1,
+                                   timeout_s=300, progress=False, compile_window_ms=(1e5, 1e6)), \
+        time_records([{"id": "inside", "code": LINEAR_TASK}], device="cpu", trials=3, warmups=1, timeout_s=300,
+                     progress=False, compile_window_ms=(0.0, 1e6))
+    assert outside[0]["eager_ms"] > 0 and outside[0]["timing_status"] == "ok"
+    assert outside[0]["compile_ms"] is None and outside[0]["compile_speedup"] is None
+    assert outside[0]["timing_error"].startswith("compile not timed: eager median")
+    assert inside[0]["compile_ms"] > 0 and inside[0]["timing_error"] is None
+
+
 def test_reused_timing_pools_keep_their_workers_across_calls():
     from opgen.timing import driver as timing
 

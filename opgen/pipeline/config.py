@@ -72,7 +72,8 @@ class BuildConfig:
     def timing_options(self) -> dict:
         """The TimingOptions fields of this build's timing stage."""
         return {"device": self.timing_device, "trials": self.trials, "warmups": self.warmups, "trial_mode": self.trial_mode,
-                "min_trials": self.min_trials, "seed": self.seed, "precision": self.precision}
+                "min_trials": self.min_trials, "seed": self.seed, "precision": self.precision,
+                "compile_window_ms": tuple(self.runtime_window_ms) if self.timing_device == "cuda" else None}
 
     def identity(self, reference_hash: str) -> dict:
         """The JSON stored in config.json: the options, plugin contents and the reference corpus hash."""

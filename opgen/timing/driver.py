@@ -55,6 +55,8 @@ class TimingOptions:
     seed: int = 0
     precision: str = "default"
     with_compile: bool = True
+    # a build's window: compile is not timed for a task whose eager median falls outside it (it is rejected)
+    compile_window_ms: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         if self.device not in ("cuda", "cpu"):
@@ -67,7 +69,8 @@ class TimingOptions:
         return {"code": record["code"], "id": record.get("id"), "device": self.device, "trials": self.trials,
                 "warmups": self.warmups, "trial_mode": self.trial_mode, "min_trials": self.min_trials,
                 "seed": self.seed, "precision": self.precision, "compile": self.with_compile,
-                "flops": record.get("flops"), "bytes_moved": record.get("bytes_moved")}
+                "flops": record.get("flops"), "bytes_moved": record.get("bytes_moved"),
+                "compile_window_ms": list(self.compile_window_ms) if self.compile_window_ms else None}
 
 
 def time_records(records: list[dict], options: TimingOptions | None = None, *, timeout_s: float = 600,

@@ -6,6 +6,7 @@ import math
 import os
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from opgen.records import TIMING_COLUMNS
 from opgen.sandbox.gpus import gpu_lock
@@ -13,15 +14,17 @@ from opgen.sandbox.task import build_model, describe, draw_inputs, input_seed, l
 from opgen.timing.precision import apply_precision
 from opgen.timing.provenance import environment, method_note, peaks
 from opgen.timing.trials import (
+    SETTLE_WARMUPS,
     TrialPlan,
     flush_bytes,
     profiler_time_us,
     summarize,
     synchronize,
     trial_times_ms,
+    warm_up,
 )
 
-METHOD_DISAGREEMENT = 0.10  # re-time when events and profiler differ by more than this
+METHOD_DISAGREEMENT = 0.10  # re-time when events and profiler differ by more than this (unlocked runs only)
 MAX_RETIMES = 2
 
 
@@ -82,13 +85,24 @@ def measure_task(payload: dict) -> dict:
         compiled, compile_error = None, None
         if payload.get("compile", True):
             compiled, result["compile_s"], compile_error = _compile(torch, model, inputs)
+        timed_plan = plan
+        if lock:  # untimed warm-ups beside other GPU work; only the last few hold the GPU alone
+            with gpu_lock(lock, shared=True), torch.no_grad():
+                for fn in (model, compiled):
+                    if fn is not None:
+                        warm_up(torch, fn, inputs, max(0, plan.warmups - SETTLE_WARMUPS))
+            timed_plan = replace(plan, warmups=min(plan.warmups, SETTLE_WARMUPS))
         waiting = time.perf_counter()
         with gpu_lock(lock), torch.no_grad():
             locked = time.perf_counter()
             result["lock_wait_s"] = locked - waiting
-            result.update(_prefixed("eager", _time_both_methods(torch, model, inputs, device, plan)))
-            if compiled is not None:
-                result.update(_prefixed("compile", _time_both_methods(torch, compiled, inputs, device, plan)))
+            # Holding the GPU alone, events and profiler can only disagree through the task's own host time.
+            retimes = 0 if lock else MAX_RETIMES
+            result.update(_prefixed("eager", _time_both_methods(torch, model, inputs, device, timed_plan, retimes)))
+            skip = _outside(payload.get("compile_window_ms"), result["eager_ms"])
+            if compiled is not None and skip is None:
+                result.update(_prefixed("compile", _time_both_methods(torch, compiled, inputs, device, timed_plan,
+                                                                      retimes)))
             result["timed_s"] = time.perf_counter() - locked
     except Exception as error:
         result.update(timing_status="error", timing_error=f"eager: {describe(error)}")
@@ -100,6 +114,8 @@ def measure_task(payload: dict) -> dict:
     result.update(_achieved(result, flops, bytes_moved))
     result["timing_status"] = "compile_error" if compile_error else "ok"
     result["timing_error"] = f"compile: {compile_error}" if compile_error else None
+    if compiled is not None and skip is not None:
+        result["timing_error"] = f"compile not timed: {skip}"
     result["timing_wall_s"] = time.perf_counter() - started
     return {key: _finite_or_none(value) for key, value in result.items()}
 
@@ -117,7 +133,15 @@ def _compile(torch, model, inputs) -> tuple[Callable | None, float | None, str |
     return compiled, time.perf_counter() - started, None
 
 
-def _time_both_methods(torch, fn: Callable, inputs: list, device: str, plan: TrialPlan) -> dict:
+def _outside(window_ms: list[float] | None, eager_ms: float | None) -> str | None:
+    """Why compile is not worth timing: the eager median lies outside the build's window (the task is rejected)."""
+    if not window_ms or eager_ms is None or window_ms[0] <= eager_ms <= window_ms[1]:
+        return None
+    return f"eager median {eager_ms:.4g} ms outside [{window_ms[0]:g}, {window_ms[1]:g}] ms"
+
+
+def _time_both_methods(torch, fn: Callable, inputs: list, device: str, plan: TrialPlan,
+                       max_retimes: int = MAX_RETIMES) -> dict:
     """Per-trial timings (CUDA events with an L2 flush, or the host clock on CPU) and the profiler time.
 
     When the events median and the profiler's summed kernel time disagree by more than
@@ -125,7 +149,7 @@ def _time_both_methods(torch, fn: Callable, inputs: list, device: str, plan: Tri
     best-agreeing attempt.
     """
     best: dict | None = None
-    for attempt in range(1 + (MAX_RETIMES if device == "cuda" else 0)):
+    for attempt in range(1 + (max_retimes if device == "cuda" else 0)):
         stats = summarize(trial_times_ms(torch, fn, inputs, device, plan))
         stats["device_us"] = profiler_time_us(torch, fn, inputs, device)
         stats["retimes"] = attempt

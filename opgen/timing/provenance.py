@@ -6,7 +6,7 @@ import contextlib
 import platform
 import subprocess
 
-from opgen.timing.trials import PROFILER_ITERS, PROFILER_WARMUPS, TrialPlan
+from opgen.timing.trials import PROFILER_ITERS, PROFILER_WARMUPS, SETTLE_WARMUPS, TrialPlan
 
 # Vendor datasheet peaks (dense), as leads for the achieved-rate columns: TFLOP/s by precision, GB/s of HBM.
 DEVICE_PEAKS: dict[str, dict[str, float]] = {
@@ -56,7 +56,8 @@ def method_note(device: str, plan: TrialPlan, flush_bytes: int | None) -> str:
     else:
         trials = f"{plan.max_trials} trials"
     if device == "cuda":
-        measured = (f"cuda-events: {plan.warmups} warm-ups, {trials}, L2 flushed before each trial "
+        measured = (f"cuda-events: {plan.warmups} warm-ups (the last {min(plan.warmups, SETTLE_WARMUPS)} with the GPU "
+                    f"held alone), {trials}, L2 flushed before each trial "
                     f"by writing {flush_bytes // 2**20} MiB")
     else:
         measured = f"cpu timing (host clock, no cache flush): {plan.warmups} warm-ups, {trials}"

@@ -14,6 +14,7 @@ PROFILER_WARMUPS = 5  # the CUDA-Agent environment's profiler method: 5 warm-ups
 PROFILER_ITERS = 10
 MIN_L2_FLUSH_BYTES = 256 * 1024 * 1024  # KernelBench's flush buffer; at least twice the L2 is also required
 Z_95 = 1.959964
+SETTLE_WARMUPS = 2  # of a locked run's warm-ups, those made right before the trials with the GPU held alone
 
 
 @dataclass(frozen=True)
@@ -71,8 +72,7 @@ def summarize(samples: Sequence[float]) -> dict[str, float | int | None]:
 def trial_times_ms(torch, fn: Callable, inputs: list, device: str, plan: TrialPlan) -> list[float]:
     """Warm-ups, then one sample per trial until `plan.done`: CUDA events around the call with the L2 flushed
     before it, or the host clock on the CPU."""
-    for _ in range(plan.warmups):
-        fn(*inputs)
+    warm_up(torch, fn, inputs, plan.warmups)
     samples: list[float] = []
     if device != "cuda":
         while not plan.done(samples):
@@ -91,6 +91,13 @@ def trial_times_ms(torch, fn: Callable, inputs: list, device: str, plan: TrialPl
         torch.cuda.synchronize()
         samples.append(start.elapsed_time(end))
     return samples
+
+
+def warm_up(torch, fn: Callable, inputs: list, calls: int) -> None:
+    """Untimed calls, waited for."""
+    for _ in range(calls):
+        fn(*inputs)
+    synchronize(torch)
 
 
 def profiler_time_us(torch, fn: Callable, inputs: list, device: str) -> float:
