@@ -8,7 +8,7 @@ from filters.base import Funnel, Verdict
 from filters.execute import STAGE_NAMES
 from filters.static import STATIC_FILTERS, static_verdicts
 from opgen.sandbox.gpus import gpu_slot_envs
-from opgen.sandbox.pool import KeptPools, SandboxPool, SandboxResult, out_of_memory
+from opgen.sandbox.pool import KeptPools, SandboxPool, SandboxResult, out_of_memory, over_memory_limit
 
 CHECK_FUNCTION = "filters.execute.worker:check_task"
 SANDBOX_STAGE = "sandbox"
@@ -21,7 +21,14 @@ def _payload(record: dict, device: str, threads: int, runtime_window_ms, seed: i
 
 
 def _verdict(result: SandboxResult) -> Verdict:
-    """The verdict of one sandbox result; its stages are the sandbox, then the checks the worker ran."""
+    """The verdict of one sandbox result; its stages are the sandbox, then the checks the worker ran.
+
+    A task past the pool's resident-memory limit (judged alone, in a fresh worker) did not crash: it cannot run
+    in the memory the build allows, as a task whose allocation raises (`exec_error`, flagged `memory_limit`)."""
+    if over_memory_limit(result):
+        verdict = Verdict.reject("exec_error", f"alone in a fresh worker, {result.detail}", memory_limit=True)
+        verdict.stages = [(SANDBOX_STAGE, 0.0)]
+        return verdict
     if result.status in ("crash", "timeout"):
         verdict = Verdict.reject(result.status, result.detail)
         verdict.stages = [(SANDBOX_STAGE, 0.0)]
@@ -40,37 +47,44 @@ _KEPT_POOLS = KeptPools()
 
 
 def shared_pool(workers: int, timeout_s: float, memory_mb: int | None,
-                slot_envs: list[dict[str, str]] | None = None) -> SandboxPool:
-    """The execute checks' pool kept for the life of this process (see `KeptPools`)."""
-    return _KEPT_POOLS.get((workers, float(timeout_s), memory_mb, repr(slot_envs)),
+                slot_envs: list[dict[str, str]] | None = None, lane: int = 0) -> SandboxPool:
+    """The execute checks' pool of `lane`, kept for the life of this process (see `KeptPools`)."""
+    return _KEPT_POOLS.get((workers, float(timeout_s), memory_mb, repr(slot_envs), lane),
                            lambda: SandboxPool(workers, timeout_s, memory_mb, slot_envs=slot_envs))
 
 
 def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int = 2, timeout_s: float = 120,
                      memory_mb: int | None = 4096, runtime_window_ms: tuple[float, float] | None = None,
                      funnel: Funnel | None = None, progress: bool = False, seed: int = 0, draws: int = 3,
-                     reuse_pool: bool = False) -> list[dict]:
+                     reuse_pool: bool = False, lane: int = 0, lanes: int = 1) -> list[dict]:
     """Verdict lines of the sandboxed execute checks, one per record, in input order.
 
-    `reuse_pool` keeps the workers alive for the next call in this process (the build's shards)."""
+    `reuse_pool` keeps the workers alive for the next call in this process (the build's shards); a build
+    running `lanes` such calls side by side gives each its `lane` number: its own kept pool, its share of
+    the CPU threads, and its next GPUs on a machine with several."""
     if not records:
         return []
     if funnel is not None:
         funnel.declare([SANDBOX_STAGE, *STAGE_NAMES])
-    threads = max(1, (os.cpu_count() or 1) // workers)
+    threads = max(1, (os.cpu_count() or 1) // (workers * lanes))
     payloads = [_payload(r, device, threads, runtime_window_ms, seed, draws) for r in records]
     slot_envs = gpu_slot_envs(device)
+    if slot_envs:  # lane k's workers start on the GPU after lane k-1's
+        offset = (lane * workers) % len(slot_envs)
+        slot_envs = slot_envs[offset:] + slot_envs[:offset]
     if reuse_pool:
-        results = shared_pool(workers, timeout_s, memory_mb, slot_envs).run_many(CHECK_FUNCTION, payloads,
+        results = shared_pool(workers, timeout_s, memory_mb, slot_envs, lane).run_many(CHECK_FUNCTION, payloads,
                                                                                   progress=progress)
     else:
         with SandboxPool(workers, timeout_s, memory_mb, slot_envs=slot_envs) as pool:
             results = pool.run_many(CHECK_FUNCTION, payloads, progress=progress)
-    crowded = [i for i, result in enumerate(results) if out_of_memory(result, "detail")]
-    if crowded and workers > 1:
-        # Workers share the GPU (and the host's memory): a task that ran out of memory beside others is
-        # judged again alone, so its verdict is about the task, not about its neighbours.
-        with SandboxPool(1, timeout_s, memory_mb) as pool:
+    crowded = [i for i, result in enumerate(results)
+               if over_memory_limit(result) or (workers > 1 and out_of_memory(result, "detail"))]
+    if crowded:
+        # Workers share the GPU, and a kept worker's resident memory holds what its earlier tasks left: a task
+        # that ran out of memory beside others, or past the resident limit, is judged again alone in a fresh
+        # worker, so its verdict is about the task, not about its neighbours or its predecessors.
+        with SandboxPool(1, timeout_s, memory_mb, max_tasks_per_worker=1) as pool:
             for index, result in zip(crowded, pool.run_many(CHECK_FUNCTION, [payloads[i] for i in crowded])):
                 results[index] = result
     lines = []

@@ -12,7 +12,13 @@ import pytest
 from huggingface_hub import DatasetCard
 
 from opgen.cli import main
-from opgen.publish.baselines import KB_LEVEL_KEY, gpu_slug, kernelbench_timings, write_kernelbench_files
+from opgen.publish.baselines import (
+    KB_FILES,
+    KB_LEVEL_KEY,
+    gpu_slug,
+    kernelbench_timings,
+    write_kernelbench_files,
+)
 from opgen.publish.folder import publish
 from tests.test_build import reference_build
 
@@ -32,6 +38,26 @@ def _kernelbench_file() -> dict:
     if not files:
         pytest.skip(f"KernelBench's timing files are not at {KB_TIMING}")
     return json.loads(files[0].read_text())
+
+
+def assert_kernelbench_shape(ours: Path, kind: str) -> dict:
+    """`ours`, read back, has the shape of KernelBench's own file of the same kind (eager or compile): the same
+    file-name suffix, {group: {"<problem>.py": entry}}, every entry with KernelBench's keys and value types."""
+    theirs_files = sorted(KB_TIMING.glob(f"*_{KB_FILES[kind]}"))
+    if not theirs_files:
+        pytest.skip(f"KernelBench's timing files are not at {KB_TIMING}")
+    assert ours.name.endswith(f"_{KB_FILES[kind]}")
+    theirs, read = json.loads(theirs_files[0].read_text()), json.loads(ours.read_text())
+    types: dict[str, set[type]] = {}
+    for problems in theirs.values():
+        for entry in problems.values():
+            for key, value in entry.items():
+                types.setdefault(key, set()).add(type(value))
+    assert list(read) == [KB_LEVEL_KEY] and isinstance(read[KB_LEVEL_KEY], dict)
+    for name, entry in read[KB_LEVEL_KEY].items():
+        assert name.endswith(".py") and set(entry) == set(types), (name, entry)
+        assert all(type(value) in types[key] for key, value in entry.items()), (name, entry)
+    return read[KB_LEVEL_KEY]
 
 
 def test_our_files_have_kernelbenchs_shape():
@@ -80,13 +106,20 @@ def test_retime_adds_a_config_that_load_dataset_loads(tmp_path_factory, tmp_path
     assert set(rows["eager_ms_count"]) == {3} and rows[0]["precision"] == "default"
     card = DatasetCard.load(folder / "README.md")
     assert [c["config_name"] for c in card.data.configs] == ["default", config]
-    assert config in card.text and "## Baselines" in card.text
-    files = sorted(p.name for p in (folder / "baselines" / "ci-cpu").glob("*.json"))
-    assert len(files) == 2 and files[0].endswith("_baseline_time_torch.json")
+    assert "## Baselines" in card.text
+    assert f"| {rows[0]['hardware']} | `{config}` | `baselines/ci-cpu/` |" in card.text   # the GPU (here the CPU)
+    files = sorted((folder / "baselines" / "ci-cpu").glob("*.json"))
+    assert len(files) == 2
+    eager = assert_kernelbench_shape(files[0], "eager")
+    assert assert_kernelbench_shape(files[1], "compile") == {}   # --no-compile: no compile timings
+    assert set(eager) == {f"{task_id}.py" for task_id in tasks["id"]}
+    assert {e["num_trials"] for e in eager.values()} == {3} and {e["device"] for e in eager.values()} == {"cpu"}
     # a second retime replaces its own config, and a rebuilt folder keeps it
     assert main(["retime", str(folder), "--device", "cpu", "--name", "ci-cpu", "--trials", "2", "--warmups", "0",
                  "--no-compile", "--no-progress", "--limit", "2"]) == 0
-    assert pq.read_table(folder / "baselines" / "ci-cpu" / "train-00000-of-00001.parquet").num_rows == 2
+    [data] = (folder / "baselines" / "ci-cpu").glob("train-*.parquet")
+    again = datasets.load_dataset(str(folder), config, split="train")   # the same cache: its new rows, not the old
+    assert list(again["eager_ms"]) == pq.read_table(data).column("eager_ms").to_pylist() and again.num_rows == 2
     publish(run, "opgen/retime-test", dry_run=True, out=folder)
     assert [c["config_name"] for c in DatasetCard.load(folder / "README.md").data.configs] == ["default", config]
     shutil.rmtree(folder)

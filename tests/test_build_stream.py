@@ -3,6 +3,7 @@ killed while both run resumes to the same dataset. Timed on the CPU (`cpu_timing
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -21,7 +22,7 @@ from opgen.pipeline.build import BuildConfig, run_build
 from opgen.pipeline.executors import LocalExecutor
 if __name__ == "__main__":
     config = BuildConfig(n=5, seed=3, shard_size=2, cpu_timing=True, trials=3, warmups=0, reference=sys.argv[2])
-    executor = LocalExecutor(2)
+    executor = LocalExecutor(int(sys.argv[4]))
     try:
         result = run_build(config, sys.argv[1], executor, progress=False, stream=sys.argv[3] == "stream")
     finally:
@@ -30,11 +31,11 @@ if __name__ == "__main__":
 """
 
 
-def build(run: Path, mode: str, env: dict | None = None) -> subprocess.CompletedProcess:
+def build(run: Path, mode: str, env: dict | None = None, workers: int = 2) -> subprocess.CompletedProcess:
     script = run.parent / "build_script.py"
     script.write_text(BUILD)
-    return subprocess.run([sys.executable, str(script), str(run), str(KB), mode], cwd=REPO, capture_output=True,
-                          text=True, env={**os.environ, **(env or {})}, timeout=900)
+    return subprocess.run([sys.executable, str(script), str(run), str(KB), mode, str(workers)], cwd=REPO,
+                          capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=900)
 
 
 def rows(run: Path) -> list[dict]:
@@ -55,14 +56,23 @@ def test_streaming_times_every_survivor_and_reports_busy_time(streamed):
     timed = pq.read_table(streamed / "tasks.parquet").to_pylist()
     assert len(timed) == 5 and all(r["eager_ms"] and r["eager_ms_count"] == 3 for r in timed)
     assert all(r["precision"] == "default" and r["trial_mode"] == "adaptive" for r in timed)
-    stats = (streamed / "stats.json").read_text()
-    assert '"busy_s"' in stats and '"timing"' in stats and '"tasks_per_min"' in stats
+    stats = json.loads((streamed / "stats.json").read_text())
+    rates = stats["throughput"]
+    assert set(rates["busy_s"]) == {"sample+static", "dedup", "execute", "timing"}
+    assert all(seconds > 0 for seconds in rates["busy_s"].values())
+    assert rates["gpu_timed_s"] > 0 and rates["gpu_busy_share"] is None   # timed on the CPU: no GPU share
+    assert rates["tasks_per_min"] == pytest.approx(60 * 5 / rates["wall_s"], rel=0.01)
+    assert rates["candidates_per_min"] == pytest.approx(60 * stats["candidates"] / rates["wall_s"], rel=0.01)
+    assert stats["timing"]["trials_histogram"] == {"10": 10}   # eager and compile of 5 tasks, 3 trials each
+    log = (streamed / "logs" / "build.log").read_text()
+    assert "GPU busy share" in log and '"tasks_per_min"' in log.splitlines()[-1]
 
 
 @pytest.mark.heavy
-def test_stage_by_stage_gives_the_same_dataset(streamed, tmp_path):
-    done = build(tmp_path / "run", "stages")
+def test_stage_by_stage_in_two_execute_lanes_gives_the_same_dataset(streamed, tmp_path):
+    done = build(tmp_path / "run", "stages", workers=4)
     assert done.returncode == 0, done.stderr[-3000:]
+    assert "stage by stage, 2 execute lane(s) of 2 workers" in (tmp_path / "run" / "logs" / "build.log").read_text()
     assert rows(tmp_path / "run") == rows(streamed)
 
 
@@ -79,10 +89,70 @@ def test_killed_while_streaming_resumes_to_the_same_dataset(streamed, tmp_path):
     assert log.count("resuming build") == 3
 
 
-def test_unwritable_run_folder_is_one_line_and_status_2(tmp_path):
+@pytest.mark.heavy
+def test_ray_executor_streams_to_the_same_dataset(streamed, tmp_path):
+    ray = pytest.importorskip("ray")
+    from opgen.pipeline.build import BuildConfig, run_build
+    from opgen.pipeline.executors import RayExecutor
+
+    # one GPU declared and none there: the timing stage's request (num_gpus=1) is met, and it times on the CPU
+    ray.init(num_cpus=2, num_gpus=1, include_dashboard=False, log_to_driver=False)
+    try:
+        executor = RayExecutor(2)
+        config = BuildConfig(n=5, seed=3, shard_size=2, cpu_timing=True, trials=3, warmups=0, reference=str(KB))
+        result = run_build(config, tmp_path / "run", executor, progress=False)
+    finally:
+        ray.shutdown()
+    assert rows(tmp_path / "run") == rows(streamed)
+    assert result.stats["throughput"]["busy_s"]["timing"] > 0 and result.stats["throughput"]["gpu_timed_s"] > 0
+    timed = pq.read_table(tmp_path / "run" / "tasks.parquet", columns=["eager_ms_count"]).column(0).to_pylist()
+    assert timed == [3] * 5
+
+
+PROVENANCE = ("timing_method", "timing_warmups", "eager_ms_count", "compile_ms_count", "trial_mode", "precision",
+              "matmul_precision", "cudnn_conv_precision", "cudnn_rnn_precision", "hardware", "driver_version",
+              "cuda_version", "torch_version", "triton_version", "compile_mode")
+GPU_ONLY = ("driver_version", "cuda_version", "triton_version")   # null when timed on the CPU (this test)
+
+
+@pytest.mark.heavy
+def test_published_rows_carry_their_provenance_and_kernelbench_baseline_files(streamed, tmp_path, monkeypatch):
+    import datasets
+    from huggingface_hub import DatasetCard
+
+    from opgen.publish.folder import publish
+    from opgen.records import COLUMN_DOCS
+    from tests.test_baselines import assert_kernelbench_shape
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    folder = publish(streamed, "opgen/stream-test", dry_run=True, out=tmp_path / "dataset").folder
+    # a cache of its own: `datasets` keys a local folder's cache on the card, and every build of this test
+    # publishes a folder of the same name and shape
+    rows = datasets.load_dataset(str(folder), split="train", cache_dir=str(tmp_path / "hf-cache")).to_list()
+    assert len(rows) == 5 and set(PROVENANCE) <= set(rows[0])
+    assert all(r[c] is not None for r in rows for c in PROVENANCE if c not in GPU_ONLY)
+    assert {(r["precision"], r["matmul_precision"], r["compile_mode"]) for r in rows} == {("default", "ieee", "default")}
+    card = DatasetCard.load(folder / "README.md").text
+    assert "## Timing provenance" in card and all(f"| `{c}` | {COLUMN_DOCS[c]} |" in card for c in PROVENANCE)
+    # the baseline files publish wrote, read back, against KernelBench's own
+    eager_file, compile_file = sorted((folder / "baselines").glob("*.json"))
+    eager, compiled = assert_kernelbench_shape(eager_file, "eager"), assert_kernelbench_shape(compile_file, "compile")
+    assert set(eager) == set(compiled) == {f"{r['id']}.py" for r in rows}
+    for row in rows:
+        entry = eager[f"{row['id']}.py"]
+        assert (entry["mean"], entry["num_trials"], entry["hardware"]) == (row["eager_ms_mean"], row["eager_ms_count"],
+                                                                          row["hardware"])
+        assert entry["min"] <= row["eager_ms"] <= entry["max"]
+
+
+@pytest.mark.parametrize("where", ["below a file", "in /proc"])
+def test_unwritable_run_folder_is_one_line_and_status_2(tmp_path, where):
+    if where == "in /proc" and not Path("/proc/self").is_dir():
+        pytest.skip("no /proc here")
     blocked = tmp_path / "file"
     blocked.write_text("not a folder")
-    done = subprocess.run([sys.executable, "-m", "opgen", "build", "--n", "2", "--out", str(blocked / "run"),
+    out = blocked / "run" if where == "below a file" else Path("/proc/opgen-no-such-run")   # even root cannot write
+    done = subprocess.run([sys.executable, "-m", "opgen", "build", "--n", "2", "--out", str(out),
                            "--reference", str(KB), "--no-progress"], cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 2, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "cannot use" in done.stderr

@@ -3,6 +3,11 @@ read back per backend."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -33,3 +38,12 @@ def test_ieee_and_tf32_set_every_backend():
 def test_unknown_mode_is_refused():
     with pytest.raises(ValueError):
         apply_precision(torch, "bf16")
+
+
+def test_default_mode_is_what_a_fresh_process_runs_with():
+    """`default` is not our guess of PyTorch's defaults: a process that never set a flag reports the same."""
+    probe = ("import json, torch; from opgen.timing.precision import current_precision; "
+             "print(json.dumps(current_precision(torch)))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert json.loads(done.stdout) == apply_precision(torch, "default")

@@ -49,3 +49,17 @@ def test_trial_loop_calls_warmups_then_trials_until_the_plan_is_done():
     assert len(samples) == 12 and len(calls) == 15 and all(s >= 0 for s in samples)
     stats = summarize(samples)
     assert stats["count"] == 12 and stats["min"] <= stats["median"] <= stats["max"]
+
+
+
+def test_profiler_keeps_the_cuda_agent_protocol_of_5_warmups_and_10_iterations():
+    from opgen.timing.trials import PROFILER_ITERS, PROFILER_WARMUPS, profiler_time_us
+
+    calls = []
+
+    def fn(x):
+        calls.append(1)
+        return torch.tanh(x)
+
+    assert profiler_time_us(torch, fn, [torch.ones(64)], "cpu") > 0
+    assert (PROFILER_WARMUPS, PROFILER_ITERS) == (5, 10) and len(calls) == 15

@@ -1,11 +1,15 @@
-"""Memory pressure: a task that runs out of memory beside other workers is judged again alone."""
+"""Memory pressure: a task that runs out of memory beside other workers, or past the pool's resident limit, is
+judged again alone in a fresh worker; past the limit even then, it is an `exec_error` flagged `memory_limit`
+(a limit of the pipeline's own, not a crash)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from filters import validate
-from opgen.sandbox.pool import SandboxResult, out_of_memory
+from opgen.sandbox.pool import SandboxResult, out_of_memory, over_memory_limit
 
 BAD = Path(__file__).parent / "bad_tasks"
 
@@ -19,24 +23,36 @@ def test_out_of_memory_is_recognised():
     accelerator = SandboxResult("ok", {"reason": "exec_error", "detail": "AcceleratorError: CUDA error: out of memory"}, "")
     assert all(out_of_memory(r, "detail") for r in (oom, limit, accelerator))
     assert not out_of_memory(other, "detail") and not out_of_memory(segfault, "detail")
+    assert over_memory_limit(limit) and not any(over_memory_limit(r) for r in (oom, other, segfault, accelerator))
 
 
-def test_memory_hog_is_rejudged_alone_and_still_crashes(monkeypatch):
+def test_a_task_past_the_memory_limit_is_not_a_crash():
+    limit = SandboxResult("crash", None, "memory limit exceeded: 5000 MB resident > 4096 MB")
+    segfault = SandboxResult("crash", None, "worker killed by SIGSEGV")
+    line = validate._verdict(limit).line({"id": "hog"})
+    assert (line["reason"], line["stage"], line["memory_limit"]) == ("exec_error", "sandbox", True)
+    assert "5000 MB resident > 4096 MB" in line["detail"]
+    assert validate._verdict(segfault).reason == "crash"
+
+
+@pytest.mark.parametrize("workers", [2, 1])
+def test_memory_hog_is_rejudged_alone_in_a_fresh_worker(monkeypatch, workers):
     calls: list[int] = []
     real_pool = validate.SandboxPool
 
-    def counting_pool(workers, *args, **kwargs):
-        calls.append(workers)
-        return real_pool(workers, *args, **kwargs)
+    def counting_pool(size, *args, **kwargs):
+        calls.append((size, kwargs.get("max_tasks_per_worker")))
+        return real_pool(size, *args, **kwargs)
 
     monkeypatch.setattr(validate, "SandboxPool", counting_pool)
-    hog = (BAD / "crash__huge_allocation.py").read_text()
-    good = (BAD.parent / "bad_tasks" / "trivial__identity.py").read_text()
-    lines = validate.execute_verdicts([{"id": "hog", "code": hog}, {"id": "other", "code": good}], workers=2,
+    hog = (BAD / "exec_error__huge_allocation.py").read_text()
+    good = (BAD / "trivial__identity.py").read_text()
+    lines = validate.execute_verdicts([{"id": "hog", "code": hog}, {"id": "other", "code": good}], workers=workers,
                                       timeout_s=60, memory_mb=2048)
-    assert calls == [2, 1]  # the first pass, then the hog alone
-    assert lines[0]["reason"] == "crash" and "memory" in lines[0]["detail"]
-    assert lines[1]["reason"] == "trivial"
+    assert calls == [(workers, None), (1, 1)]  # the first pass, then the hog alone in a worker of its own
+    assert lines[0]["reason"] == "exec_error" and lines[0]["memory_limit"] is True
+    assert "alone in a fresh worker, memory limit exceeded" in lines[0]["detail"]
+    assert lines[1]["reason"] == "trivial" and "memory_limit" not in lines[1]
 
 
 def test_timing_recognises_out_of_memory_results():

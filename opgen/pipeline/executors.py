@@ -3,7 +3,8 @@
 A stage is a module-level function `fn(payload) -> result` plus the resources one job needs. Executors only
 compute: `submit(stage, payload)` returns a future, and the driver writes the shard files and markers as
 futures finish, so a killed run loses at most the jobs in flight. Jobs of different stages run at the same
-time (validation of one shard while another is timed); jobs of one own-worker stage run one after another.
+time (validation of one shard while another is timed); jobs of one own-worker stage run one after another in
+each of its lanes.
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ class Stage:
     """One stage of the build, NeMo-Curator style: what a job needs and how the local executor runs it.
 
     `own_workers`: the stage starts its own sandboxed worker processes (validation, timing), so the local
-    executor runs its jobs one after another in the driver instead of in its process pool.
+    executor runs its jobs in driver threads instead of in its process pool: one at a time, or, for a stage
+    with `lane_workers`, in parallel lanes of that many sandbox workers each (a shard's slowest candidate
+    then idles only its own lane's workers, not all of them).
     """
 
     name: str
@@ -39,6 +42,7 @@ class Stage:
     num_cpus: float = 1.0
     num_gpus: float = 0.0
     own_workers: bool = False
+    lane_workers: int = 0
 
 
 Job = tuple[object, dict]   # (key, payload)
@@ -57,29 +61,59 @@ def exit_with_parent(parent_pid: int, poll_s: float = 0.5) -> None:
     threading.Thread(target=watch, name="opgen-parent-watch", daemon=True).start()
 
 
+class _Lane:
+    """One driver thread running jobs of a stage one after another, counting those not finished."""
+
+    def __init__(self, stage_name: str, index: int):
+        self.index, self.in_flight = index, 0
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix=f"opgen-{stage_name}-{index}")
+        self._count = threading.Lock()
+
+    def submit(self, fn: Callable[[dict], dict], payload: dict) -> Future:
+        with self._count:
+            self.in_flight += 1
+        future = self._thread.submit(fn, payload)
+        future.add_done_callback(self._finished)
+        return future
+
+    def _finished(self, _future: Future) -> None:
+        with self._count:
+            self.in_flight -= 1
+
+    def shutdown(self) -> None:
+        self._thread.shutdown(wait=True, cancel_futures=True)
+
+
 class LocalExecutor:
-    """Runs pure stages in a pool of `workers` processes (spawned lazily, reused) and own-worker stages inline."""
+    """Runs pure stages in a pool of `workers` processes (spawned lazily, reused), own-worker stages in lanes."""
 
     name = "local"
 
     def __init__(self, workers: int = 2):
         self.workers = max(1, workers)
         self._pool: ProcessPoolExecutor | None = None
-        self._lanes: dict[str, ThreadPoolExecutor] = {}
+        self._lanes: dict[str, list[_Lane]] = {}
 
     def submit(self, stage: Stage, payload: dict) -> Future:
-        """Start one job: an own-worker stage in its own driver thread (its jobs queue there), any other in the
-        process pool."""
+        """Start one job: an own-worker stage in a driver thread of its lane (the lane with the fewest jobs in
+        flight; the payload learns `lane` and `lanes`), any other in the process pool."""
         if stage.own_workers or self.workers == 1:
-            if stage.name not in self._lanes:
-                self._lanes[stage.name] = ThreadPoolExecutor(1, thread_name_prefix=f"opgen-{stage.name}")
-            return self._lanes[stage.name].submit(stage.fn, payload)
+            lanes = self._lanes.setdefault(stage.name, [])
+            if not lanes:
+                lanes += [_Lane(stage.name, i) for i in range(self.lanes(stage))]
+            lane = min(lanes, key=lambda candidate: candidate.in_flight)
+            return lane.submit(stage.fn, {**payload, "lane": lane.index, "lanes": len(lanes)})
         return self._get_pool().submit(stage.fn, payload)
 
-    def job_workers(self, stage: Stage) -> int:
-        """Sandbox workers one job of an own-worker stage may start (all of them: jobs run one at a time)."""
-        return self.workers
+    def lanes(self, stage: Stage) -> int:
+        """Parallel lanes of an own-worker stage: workers // lane_workers for a laned stage, else one."""
+        if not stage.own_workers or not stage.lane_workers:
+            return 1
+        return max(1, self.workers // stage.lane_workers)
 
+    def job_workers(self, stage: Stage) -> int:
+        """Sandbox workers one job of an own-worker stage may start: its lane's share of them."""
+        return max(1, self.workers // self.lanes(stage))
 
     def _get_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
@@ -89,8 +123,9 @@ class LocalExecutor:
         return self._pool
 
     def close(self) -> None:
-        for lane in self._lanes.values():
-            lane.shutdown(wait=True, cancel_futures=True)
+        for lanes in self._lanes.values():
+            for lane in lanes:
+                lane.shutdown()
         self._lanes.clear()
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)

@@ -84,16 +84,21 @@ def trials_histogram(records: list[dict]) -> dict[str, int]:
     return {label: counts[label] for _, label in TRIAL_BINS if counts[label]}
 
 
+def gpu_count(timing_device: str | None) -> int:
+    """The GPUs the timing stage spreads over (1 unless it times on CUDA): the GPU busy share's denominator."""
+    if timing_device != "cuda":
+        return 1
+    from opgen.sandbox.gpus import visible_gpus
+
+    return max(1, len(visible_gpus()))
+
+
 def throughput(build, tasks: int, candidates: int, invocation_s: float) -> dict:
     """Wall time (every invocation), per-stage busy seconds (this invocation), GPU busy share, rates."""
     wall = build.rundir.wall_seconds() or invocation_s
     gpu_s = sum((build.rundir.done(build.rundir.shard_dir(shard), "timing") or {}).get("gpu_s", 0.0)
                 for state in build.rounds for shard in state.shards)
-    gpus = 1
-    if build.config.timing_device == "cuda":
-        from opgen.sandbox.gpus import visible_gpus
-
-        gpus = max(1, len(visible_gpus()))
+    gpus = gpu_count(build.config.timing_device)
     return {"wall_s": round(wall, 2), "invocation_s": round(invocation_s, 2),
             "busy_s": {stage: round(seconds, 2) for stage, seconds in build.busy.items()},
             "gpu_timed_s": round(gpu_s, 2), "gpus": gpus,

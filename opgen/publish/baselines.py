@@ -3,6 +3,7 @@ configs (`baseline-<gpu>`) with the timings taken again on another GPU by `opgen
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -55,24 +56,33 @@ def write_kernelbench_files(rows: list[dict], folder: Path) -> list[Path]:
 
 
 def write_baseline_config(rows: list[dict], dataset: Path, slug: str) -> Path:
-    """The timings of a re-timing run as config `baseline-<slug>`: `baselines/<slug>/train-...parquet` (id and
-    the published timing columns) beside its KernelBench-format files."""
+    """The timings of a re-timing run as config `baseline-<slug>`: `baselines/<slug>/train-<content hash>.parquet`
+    (id and the published timing columns) beside its KernelBench-format files.
+
+    The file is named by its content because `datasets` keys its cache of a local folder on the card's config
+    entries, not on the files: a config re-timed under the same name would otherwise load the old rows."""
     folder = dataset / BASELINES_DIR / slug
     folder.mkdir(parents=True, exist_ok=True)
     for stale in folder.glob("*"):
         stale.unlink()
     table = pa.Table.from_pylist([{name: row.get(name) for name in BASELINE_SCHEMA.names} for row in rows],
                                  schema=BASELINE_SCHEMA)
-    pq.write_table(table, folder / "train-00000-of-00001.parquet")
+    written = folder / "train.parquet.tmp"
+    pq.write_table(table, written)
+    written.rename(folder / f"train-{hashlib.sha256(written.read_bytes()).hexdigest()[:16]}.parquet")
     write_kernelbench_files(rows, folder)
     return folder
 
 
 def baseline_configs(dataset: Path) -> list[dict]:
-    """The card's `configs` entries of every baseline folder in the dataset."""
-    return [{"config_name": f"baseline-{folder.name}",
-             "data_files": [{"split": "train", "path": f"{BASELINES_DIR}/{folder.name}/train-*.parquet"}]}
-            for folder in sorted((dataset / BASELINES_DIR).glob("*")) if any(folder.glob("train-*.parquet"))]
+    """The card's `configs` entries of every baseline folder in the dataset (its file by name, see above)."""
+    configs = []
+    for folder in sorted((dataset / BASELINES_DIR).glob("*")):
+        files = sorted(folder.glob("train-*.parquet"))
+        if files:
+            configs.append({"config_name": f"baseline-{folder.name}", "data_files": [
+                {"split": "train", "path": f"{BASELINES_DIR}/{folder.name}/{files[-1].name}"}]})
+    return configs
 
 
 def baselines_section(dataset: Path, default_hardware: list[str]) -> str:

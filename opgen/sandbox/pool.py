@@ -32,6 +32,7 @@ POLL_S = 0.05
 STARTUP_TIMEOUT_S = 120.0
 STDERR_TAIL_CHARS = 1500
 DEFAULT_CACHE_DIR = Path(tempfile.gettempdir()) / "opgen-inductor-cache"
+MEMORY_LIMIT = "memory limit exceeded"  # how a result killed for passing the pool's resident limit starts
 
 
 @dataclass
@@ -47,7 +48,12 @@ def is_out_of_memory(message: str | None) -> bool:
     """Whether an error message means memory pressure: CUDA out of memory (OutOfMemoryError, or
     AcceleratorError "CUDA error: out of memory" when a library allocates), or the pool's resident limit."""
     text = (message or "").lower()
-    return "out of memory" in text or "memory limit exceeded" in text
+    return "out of memory" in text or MEMORY_LIMIT in text
+
+
+def over_memory_limit(result: SandboxResult) -> bool:
+    """A worker the pool killed for passing its resident-memory limit: a limit of the pipeline's own, not a crash."""
+    return result.status == "crash" and result.detail.startswith(MEMORY_LIMIT)
 
 
 def out_of_memory(result: SandboxResult, error_key: str) -> bool:
@@ -285,7 +291,7 @@ class SandboxPool:
             rss = worker.rss_mb()
             if rss > self.memory_mb:
                 return self._replace(worker, results, "crash",
-                                     f"memory limit exceeded: {rss:.0f} MB resident > {self.memory_mb} MB")
+                                     f"{MEMORY_LIMIT}: {rss:.0f} MB resident > {self.memory_mb} MB")
         return None
 
     def _limit(self, worker: _Worker) -> float:

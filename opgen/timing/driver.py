@@ -15,6 +15,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from filters.window import DEFAULT_WINDOW_MS, Window
 from opgen.sandbox.gpus import default_workers_per_gpu, gpu_lock_path, visible_gpus
 from opgen.sandbox.pool import KeptPools, SandboxPool, out_of_memory
 from opgen.timing.measure import empty_result
@@ -155,9 +156,11 @@ def geomean(values: list[float]) -> float | None:
     return math.exp(statistics.fmean(math.log(v) for v in values)) if values else None
 
 
-def timing_summary(timed: list[dict], lo_ms: float = 1.0, hi_ms: float = 100.0) -> dict:
-    """Figures over timed records: counts, eager median, compile geomean speed-up, share in the window,
-    and the agreement of the two methods (median of profiler time / CUDA-events median)."""
+def timing_summary(timed: list[dict], lo_ms: float = DEFAULT_WINDOW_MS[0], hi_ms: float = DEFAULT_WINDOW_MS[1]) -> dict:
+    """Figures over timed records: counts, eager median, compile geomean speed-up, share in the window (the one
+    window rule, filters/window.py), and the agreement of the two methods (median of profiler time / CUDA-events
+    median)."""
+    window = Window(lo_ms, hi_ms)
     eager = [r["eager_ms"] for r in timed if r.get("eager_ms") is not None]
     ratios = [r["eager_device_us"] / 1e3 / r["eager_ms"] for r in timed
               if r.get("eager_device_us") and r.get("eager_ms")]
@@ -171,8 +174,8 @@ def timing_summary(timed: list[dict], lo_ms: float = 1.0, hi_ms: float = 100.0) 
         "failed": sum(1 for r in timed if r.get("eager_ms") is None),
         "eager_ms_median": statistics.median(eager) if eager else None,
         "compile_speedup_geomean": geomean([r.get("compile_speedup") for r in timed]),
-        "in_window": sum(1 for v in eager if lo_ms <= v <= hi_ms),
-        "in_window_share": sum(1 for v in eager if lo_ms <= v <= hi_ms) / len(eager) if eager else None,
+        "in_window": sum(1 for v in eager if window.contains(v)),
+        "in_window_share": sum(1 for v in eager if window.contains(v)) / len(eager) if eager else None,
         "method_ratio_median": statistics.median(ratios) if ratios else None,
         "compile_s_median": statistics.median(compile_s) if compile_s else None,
     }

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
+from filters.window import Window
 from opgen.records import TIMING_COLUMNS
 from opgen.sandbox.gpus import gpu_lock
 from opgen.sandbox.task import build_model, describe, draw_inputs, input_seed, load_namespace
@@ -81,6 +82,7 @@ def measure_task(payload: dict) -> dict:
         result.update(timing_status="error", timing_error=f"eager: {describe(error)}")
         return result
 
+    stage = "warm-up"  # what the error message names if the section below raises
     try:
         compiled, compile_error = None, None
         if payload.get("compile", True):
@@ -98,14 +100,16 @@ def measure_task(payload: dict) -> dict:
             result["lock_wait_s"] = locked - waiting
             # Holding the GPU alone, events and profiler can only disagree through the task's own host time.
             retimes = 0 if lock else MAX_RETIMES
+            stage = "eager"
             result.update(_prefixed("eager", _time_both_methods(torch, model, inputs, device, timed_plan, retimes)))
             skip = _outside(payload.get("compile_window_ms"), result["eager_ms"])
             if compiled is not None and skip is None:
+                stage = "compile"
                 result.update(_prefixed("compile", _time_both_methods(torch, compiled, inputs, device, timed_plan,
                                                                       retimes)))
             result["timed_s"] = time.perf_counter() - locked
     except Exception as error:
-        result.update(timing_status="error", timing_error=f"eager: {describe(error)}")
+        result.update(timing_status="error", timing_error=f"{stage}: {describe(error)}")
         return result
 
     if result["eager_ms"] and result["compile_ms"]:
@@ -135,9 +139,10 @@ def _compile(torch, model, inputs) -> tuple[Callable | None, float | None, str |
 
 def _outside(window_ms: list[float] | None, eager_ms: float | None) -> str | None:
     """Why compile is not worth timing: the eager median lies outside the build's window (the task is rejected)."""
-    if not window_ms or eager_ms is None or window_ms[0] <= eager_ms <= window_ms[1]:
+    if not window_ms or eager_ms is None:
         return None
-    return f"eager median {eager_ms:.4g} ms outside [{window_ms[0]:g}, {window_ms[1]:g}] ms"
+    verdict = Window(*window_ms).verdict(eager_ms)
+    return None if verdict.keep else verdict.detail
 
 
 def _time_both_methods(torch, fn: Callable, inputs: list, device: str, plan: TrialPlan,

@@ -9,7 +9,7 @@ class Model(nn.Module):
 
     def forward(self, x):
         y = x
-        for _ in range(20):
+        for _ in range(40):   # ~3x the 150 ms window on one core
             y = torch.tanh(torch.cumsum(y, dim=1) / 100)
         return y
 
