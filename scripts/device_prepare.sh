@@ -2,8 +2,10 @@
 # Here (not on the GPU machine): lay out what the device scripts carry, in git-ignored folders.
 #   .whl/     wheels the GPU image lacks (datasketch, datasets + dill/multiprocess, transformers 5.24 to match
 #             the vocabulary), installed there with --no-deps into /tmp/site by the device scripts;
-#   .devdata/ the offline KernelBench copy and 200 gpu-profile candidates for scripts/device_calibrate.py.
-# Then call the device tool with carry [".devdata", ".whl"] and e.g. `N=100 OUT=$OUT bash scripts/device_build.sh`.
+#   .devdata/ the offline KernelBench copy, 200 gpu-profile candidates for scripts/device_calibrate.py, and
+#             mixuniform.jsonl: the dedup survivors of gpu candidates 0-199 of seed 0 under --composition mix
+#             and uniform, interleaved, each id prefixed by its composition (scripts/device_checks.sh mixuniform).
+# Then call the device tool with carry [".devdata", ".whl"] and e.g. `STEPS=build OUT=$OUT bash scripts/device_checks.sh`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 for path in /.whl/ /.devdata/; do grep -qx "$path" .git/info/exclude || echo "$path" >> .git/info/exclude; done
@@ -14,4 +16,23 @@ PY=${PY:-.venv/bin/python}
 mkdir -p .devdata
 cp "${KERNELBENCH:-../shared/kernelbench/problems.jsonl}" .devdata/problems.jsonl
 "$PY" -m opgen sample --n 200 --seed 2026 --profile gpu --out .devdata/gpu200.jsonl --workers 2
+for mode in mix uniform; do
+  "$PY" -m opgen sample --n "${MIXUNIFORM_N:-200}" --seed 0 --profile gpu --composition "$mode" --workers 2 \
+      --out ".devdata/$mode.jsonl"
+  "$PY" -m opgen dedup --input ".devdata/$mode.jsonl" --out ".devdata/$mode.dedup.jsonl" --reference .devdata/problems.jsonl
+done
+"$PY" - <<'PY'
+import json
+kept = {}
+for mode in ("mix", "uniform"):
+    rows = [json.loads(line) for line in open(f".devdata/{mode}.jsonl")]
+    verdicts = [json.loads(line) for line in open(f".devdata/{mode}.dedup.jsonl")]
+    kept[mode] = [dict(r, id=f"{mode}-{r['id']}") for r, v in zip(rows, verdicts) if v["keep"]]
+    print(mode, len(rows), "candidates,", len(kept[mode]), "kept by dedup")
+with open(".devdata/mixuniform.jsonl", "w") as out:
+    for i in range(max(map(len, kept.values()))):
+        for mode in ("mix", "uniform"):
+            if i < len(kept[mode]):
+                out.write(json.dumps(kept[mode][i]) + "\n")
+PY
 du -sh .whl .devdata

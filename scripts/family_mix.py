@@ -1,5 +1,7 @@
 """Family figures of a task set: distinct families and chains, near-duplicate pairs, KernelBench family matches,
-and the top families and adjacent pairs beside KernelBench level 2's (docs/benchmarks.md, issue 13).
+the share of adjacent pairs that real models have (the composition prior), batch sizes of convolution and
+row-wise tasks, and the top families and adjacent pairs beside KernelBench level 2's and the prior's
+(docs/benchmarks.md, issue 13).
 
     python scripts/family_mix.py data/fam60                  # a run folder (tasks.parquet) ...
     python scripts/family_mix.py data/dev/gpu6000.jsonl      # ... or a JSONL of candidates (opgen sample)
@@ -20,9 +22,14 @@ from filters.dedup.chains import SIZE_RATIO, same_regime, task_shape  # noqa: E4
 from kernels_ref import load_reference  # noqa: E402
 from kernels_ref.index import SIGNATURE_LEVELS, problem_name  # noqa: E402
 from opgen.jsonl import read_inputs, read_jsonl  # noqa: E402
-from opgen.publish.family_mix import family_counts, pair_counts, share, task_families  # noqa: E402
+from opgen.publish.family_mix import family_counts, pair_counts, prior_pair_share, share, task_families  # noqa: E402
 from opgen.taskcode.ops import ops_from_code  # noqa: E402
+from opgen.vocab import cached_vocabulary  # noqa: E402
 from opgen.vocab.families import families_of, family_signature  # noqa: E402
+from opgen.vocab.prior import CompositionPrior, load_prior  # noqa: E402
+
+CONV_BATCH_LIMIT = 512      # issue 13: no convolution or pooling task above this batch
+ROWS_LIMIT = 65536          # issue 13: at most 10% of row-wise tasks above this many rows
 
 DEFAULT_REFERENCE = str(Path(__file__).resolve().parents[2] / "shared" / "kernelbench" / "problems.jsonl")
 
@@ -67,20 +74,50 @@ def kernelbench_chains(reference: str) -> dict[str, tuple[str, ...]]:
             for row in load_reference(reference) if row["level"] in SIGNATURE_LEVELS}
 
 
-def side_by_side(title: str, ours: list, theirs: list, total: int, kb_total: int) -> list[str]:
-    lines = [f"| # | {title} (these tasks) | tasks | share | {title} (KernelBench level 2) | problems | share |",
-             "|---:|---|---:|---:|---|---:|---:|"]
-    for rank in range(max(len(ours), len(theirs))):
+def _name(key) -> str:
+    return " → ".join(f"`{f}`" for f in (key if isinstance(key, tuple) else (key,))) if key else ""
+
+
+def side_by_side(title: str, ours: list, theirs: list, total: int, kb_total: int,
+                 real: list[tuple[str, float]] | None = None) -> list[str]:
+    """Top entries of these tasks beside KernelBench level 2's and (if given) the prior's real-model shares."""
+    head = f"| # | {title} (these tasks) | tasks | share | {title} (KernelBench level 2) | problems | share |"
+    rule = "|---:|---|---:|---:|---|---:|---:|"
+    if real is not None:
+        head, rule = head + f" {title} (real models) | share |", rule + "---|---:|"
+    lines = [head, rule]
+    for rank in range(max(len(ours), len(theirs), len(real or []))):
         left = ours[rank] if rank < len(ours) else ("", 0)
         right = theirs[rank] if rank < len(theirs) else ("", 0)
-        name = [" → ".join(f"`{f}`" for f in (key if isinstance(key, tuple) else (key,))) if key else ""
-                for key, _ in (left, right)]
-        lines.append(f"| {rank + 1} | {name[0]} | {left[1]} | {share(left[1], total)} | {name[1]} | {right[1]} | "
-                     f"{share(right[1], kb_total)} |")
+        line = (f"| {rank + 1} | {_name(left[0])} | {left[1]} | {share(left[1], total)} | {_name(right[0])} | "
+                f"{right[1]} | {share(right[1], kb_total)} |")
+        if real is not None:
+            key, value = real[rank] if rank < len(real) else ("", 0.0)
+            line += f" {_name(key)} | {100 * value:.1f}% |" if key else " | |"
+        lines.append(line)
     return lines
 
 
-def report(path: Path, reference: str, top: int = 15, verdicts: Path | None = None) -> str:
+def batch_figures(rows: list[dict]) -> tuple[tuple[int, int], tuple[int, int]]:
+    """((convolution/pooling tasks with batch > 512, such tasks), (row-wise tasks with > 65,536 rows, such tasks)).
+    A row-wise task's first input is (rows, features)."""
+    vocab = cached_vocabulary()
+    category = {spec.family: spec.category for spec in vocab}
+    conv = [row for row in rows if any(category.get(f) in ("conv", "pooling") for f in task_families(row))]
+    conv_big = sum(1 for row in conv if row["input_shapes"] and row["input_shapes"][0][0] > CONV_BATCH_LIMIT)
+    row_wise = [row for row in rows if row["input_shapes"] and len(row["input_shapes"][0]) == 2]
+    rows_big = sum(1 for row in row_wise if row["input_shapes"][0][0] > ROWS_LIMIT)
+    return (conv_big, len(conv)), (rows_big, len(row_wise))
+
+
+def prior_tables(prior: CompositionPrior, top: int) -> tuple[list, list]:
+    families = list(prior.families.items())[:top]
+    pairs = [(tuple(pair.split(" -> ")), value) for pair, value in list(prior.pairs.items())[:top]]
+    return families, pairs
+
+
+def report(path: Path, reference: str, top: int = 15, verdicts: Path | None = None,
+           prior_path: str | None = None) -> str:
     rows = read_tasks(path)
     if verdicts is not None:
         lines = read_jsonl(verdicts)  # one per input, in input order
@@ -94,6 +131,10 @@ def report(path: Path, reference: str, top: int = 15, verdicts: Path | None = No
     matches = [(row.get("id"), kb_by_chain[s]) for row, s in zip(rows, signatures) if s in kb_by_chain]
     loose, strict = near_duplicate_pairs(rows)
     repeats = len(signatures) - len(set(signatures))
+    prior = load_prior(prior_path)
+    real, adjacent = prior_pair_share(chains, prior)
+    (conv_big, conv), (rows_big, row_wise) = batch_figures(rows)
+    prior_families, prior_pairs = prior_tables(prior, top)
     lines = [
         f"{path}{f' (kept by {verdicts})' if verdicts else ''}: {len(rows)} tasks",
         f"distinct families: {len(families)}; distinct family chains: {len(set(signatures))} "
@@ -102,10 +143,15 @@ def report(path: Path, reference: str, top: int = 15, verdicts: Path | None = No
         f"of which one regime under the dedup rule: {strict}",
         f"family-signature matches with KernelBench levels 1-3 ({len(kb)} problems): {len(matches)}"
         + "".join(f"\n  {task} = {problem}" for task, problem in matches[:10]),
+        f"adjacent family pairs that real models have (composition prior, {len(prior.models)} models): {real} of "
+        f"{adjacent} ({share(real, adjacent)})",
+        f"convolution/pooling tasks with batch > {CONV_BATCH_LIMIT}: {conv_big} of {conv} ({share(conv_big, conv)}); "
+        f"row-wise tasks (first input rows x features) with > {ROWS_LIMIT:,} rows: {rows_big} of {row_wise} "
+        f"({share(rows_big, row_wise)})",
         "", *side_by_side("family", families.most_common(top), family_counts(kb_l2).most_common(top), len(rows),
-                          len(kb_l2)),
+                          len(kb_l2), prior_families),
         "", *side_by_side("adjacent pair", pair_counts(chains).most_common(top),
-                          pair_counts(kb_l2).most_common(top), len(rows), len(kb_l2)),
+                          pair_counts(kb_l2).most_common(top), len(rows), len(kb_l2), prior_pairs),
     ]
     return "\n".join(lines)
 
@@ -116,8 +162,9 @@ def main() -> None:
     parser.add_argument("--reference", default=DEFAULT_REFERENCE, help="KernelBench JSONL (offline copy)")
     parser.add_argument("--verdicts", type=Path, default=None, help="dedup verdicts: report the kept rows only")
     parser.add_argument("--top", type=int, default=15)
+    parser.add_argument("--composition-prior", default=None, help="prior file (default: the shipped one)")
     args = parser.parse_args()
-    print(report(args.input, args.reference, args.top, args.verdicts))
+    print(report(args.input, args.reference, args.top, args.verdicts, args.composition_prior))
 
 
 if __name__ == "__main__":

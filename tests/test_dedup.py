@@ -131,7 +131,10 @@ def test_cli_writes_one_verdict_per_file_and_reports(tmp_path, originals):
     assert len(lines) == 8
     by_source = {line["source"]: line for line in lines}
     assert by_source["task_sigmoid.py"]["reason"] == "contaminated"
-    assert by_source["task_copy.py"]["reason"] == "duplicate"
+    # the copy and its original form one cluster; the survivor is the smaller id, whichever file holds it
+    pair = sorted((by_source["task_copy.py"], by_source["task_0.py"]), key=lambda line: line["keep"])
+    assert [line["keep"] for line in pair] == [False, True] and pair[0]["reason"] == "duplicate"
+    assert pair[0]["duplicate_of"] == pair[1]["id"]
     assert "contaminated: 1 (operator signature" in result.stderr
     assert "duplicate clusters (count x size): 1x2" in result.stderr
 

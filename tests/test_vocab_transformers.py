@@ -18,7 +18,7 @@ from opgen.taskcode.ops import ops_from_code
 from opgen.vocab import Vocabulary, load_vocabulary
 from opgen.vocab.builders import sequence_input
 from opgen.vocab.hf_ops import SPECS
-from opgen.vocab.profiles import GPU, SMOKE
+from opgen.vocab.profiles import SMOKE, profile_sizes
 from opgen.vocab.spec import OpSpec, VocabError, check_draw
 from scripts.devtools.hf_probe import probe_code
 from tests.conftest import REPO
@@ -72,7 +72,7 @@ def test_rendered_task_names_its_class_and_builds_configs_in_code(name):
         assert _imported_roots(code) <= ALLOWED_IMPORT_ROOTS, code
 
 
-@pytest.mark.parametrize("sizes", [SMOKE, GPU], ids=["smoke", "gpu"])
+@pytest.mark.parametrize("sizes", [SMOKE, profile_sizes("gpu")], ids=["smoke", "gpu"])
 def test_draws_always_fit_and_heads_divide_the_hidden_size(sizes):
     rng = random.Random(0)
     with_heads = 0

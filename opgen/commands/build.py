@@ -5,9 +5,11 @@ from __future__ import annotations
 import sys
 
 from filters.dedup.chains import DEFAULT_MAX_PER_CHAIN
+from opgen.commands.composition_options import add_composition_options
 from opgen.commands.timing_options import add_timing_options, timing_options
 from opgen.errors import UsageError
 from opgen.pipeline.build import BuildConfig, run_build
+from opgen.pipeline.config import CHAIN_SHARE
 from opgen.pipeline.executors import make_executor
 
 
@@ -27,9 +29,9 @@ def register(sub) -> None:
     parser.add_argument("--reference", default=None,
                         help="KernelBench: hub id, checkout or JSONL/parquet file (default ScalingIntelligence/KernelBench)")
     parser.add_argument("--shard-size", type=int, default=16, help="candidates per shard (default 16)")
-    parser.add_argument("--max-per-chain", type=int, default=DEFAULT_MAX_PER_CHAIN,
-                        help="tasks kept at most per chain of operator families, one per size regime "
-                             f"(default {DEFAULT_MAX_PER_CHAIN}; 0: no cap)")
+    parser.add_argument("--max-per-chain", type=int, default=None,
+                        help="tasks kept at most per chain of operator families, one per size regime (default: "
+                             f"{CHAIN_SHARE:.1%} of --n, at least {DEFAULT_MAX_PER_CHAIN}; 0: no cap)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per candidate in the sandbox")
     parser.add_argument("--memory-mb", type=int, default=4096,
                         help="resident memory limit per sandbox worker (gpu-size tasks need more; 0 for none)")
@@ -40,6 +42,7 @@ def register(sub) -> None:
                         help="run each round's stages one after another (the old mode; same dataset, slower)")
     parser.add_argument("--timing-workers", type=int, default=None,
                         help="timing sandbox workers per GPU (default: half the cores per GPU, 1 to 8)")
+    add_composition_options(parser)
     add_timing_options(parser, compile_option=False)
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.set_defaults(func=run)
@@ -54,7 +57,8 @@ def run(args) -> int:
                          shard_size=args.shard_size, timeout_s=args.timeout,
                          memory_mb=args.memory_mb or None, trials=timing.trials, warmups=timing.warmups,
                          trial_mode=timing.trial_mode, min_trials=timing.min_trials, precision=timing.precision,
-                         planning=args.planning, max_per_chain=args.max_per_chain)
+                         planning=args.planning, max_per_chain=args.max_per_chain, composition=args.composition,
+                         prior_weight=args.prior_weight, composition_prior=args.composition_prior)
     executor = make_executor(args.executor, args.workers)
     try:
         result = run_build(config, args.out, executor, progress=not args.no_progress, stream=not args.no_stream,

@@ -10,9 +10,10 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from opgen.commands.composition_options import add_composition_options, composition_of
 from opgen.commands.vocab import add_vocab_plugin_option, load_or_fail
 from opgen.errors import UsageError
-from opgen.vocab.profiles import PROFILES
+from opgen.vocab.profiles import PROFILE_NAMES
 
 CHUNK = 64
 
@@ -22,20 +23,22 @@ def register(sub) -> None:
     parser.add_argument("--n", type=int, required=True, help="number of candidates")
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--out", required=True, help="output JSONL file")
-    parser.add_argument("--profile", choices=sorted(PROFILES), default="smoke")
+    parser.add_argument("--profile", choices=PROFILE_NAMES, default="smoke")
     parser.add_argument("--start", type=int, default=0, help="index of the first candidate")
     parser.add_argument("--workers", type=int, default=1, help="processes (output is identical for any value)")
     add_vocab_plugin_option(parser)
+    add_composition_options(parser)
     parser.set_defaults(func=run)
 
 
-def _sample_chunk(job: tuple[int, int, int, str, tuple[str, ...]]) -> list[str]:
+def _sample_chunk(job: tuple) -> list[str]:
     from opgen.sample.sampler import sample_records
     from opgen.vocab import cached_vocabulary
 
-    seed, start, count, profile, plugins = job
+    seed, start, count, profile, plugins, composition = job
     vocab = cached_vocabulary(plugins)
-    return [json.dumps(record) for record in sample_records(seed, start, count, profile, vocab)]
+    return [json.dumps(record) for record in sample_records(seed, start, count, profile, vocab,
+                                                            composition=composition)]
 
 
 def run(args) -> int:
@@ -44,8 +47,9 @@ def run(args) -> int:
     if args.workers < 1:
         raise UsageError("--workers must be at least 1")
     load_or_fail(args.vocab_plugin)  # fail fast, in this process, on a bad plugin
+    composition = composition_of(args)
     plugins = tuple(str(Path(p).resolve()) for p in args.vocab_plugin)
-    jobs = [(args.seed, start, min(CHUNK, args.start + args.n - start), args.profile, plugins)
+    jobs = [(args.seed, start, min(CHUNK, args.start + args.n - start), args.profile, plugins, composition)
             for start in range(args.start, args.start + args.n, CHUNK)]
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -27,7 +27,7 @@ from filters.dedup.near import DEDUP_STAGE, dedup_verdicts
 from opgen.pipeline import rounds
 from opgen.pipeline.config import BuildConfig, BuildResult, load_reference_index
 from opgen.pipeline.executors import LocalExecutor, RayExecutor, run_jobs
-from opgen.pipeline.report import kept_by_key, write_outputs
+from opgen.pipeline.report import gpu_count, kept_by_key, write_outputs
 from opgen.pipeline.rundir import RunDir, write_json
 from opgen.pipeline.stages import EXECUTE, SAMPLE, TIMING
 
@@ -66,18 +66,23 @@ class Build:
         self.rounds: list[RoundState] = []
         self.pending: dict[Future, tuple[str, int, int]] = {}   # future -> (stage, round, shard)
         self.busy: Counter = Counter()                          # seconds each stage's jobs ran, this invocation
+        self.gpu_s = 0.0                                        # timed GPU seconds, this invocation
+        self.gpus: int | None = None                            # GPUs they spread over (see report.gpu_count)
         self.bar: tqdm | None = None
+        self.started = time.perf_counter()
 
     # the loop ------------------------------------------------------------------------------------------------
     def run(self) -> BuildResult:
-        started = time.perf_counter()
+        started = self.started = time.perf_counter()
         self.index = load_reference_index(self.config.reference)
         resuming = self.rundir.claim(self.config.identity(self.index.content_hash))
         self.rundir.open_log()
         self.rundir.start_clock()
-        log.info("%s build n=%d seed=%d in %s (executor %s, %s)", "resuming" if resuming else "starting",
+        lanes = self.executor.lanes(EXECUTE) if isinstance(self.executor, LocalExecutor) else None
+        log.info("%s build n=%d seed=%d in %s (executor %s, %s%s)", "resuming" if resuming else "starting",
                  self.config.n, self.config.seed, self.rundir.root, self.executor.name,
-                 "streaming" if self.stream else "stage by stage")
+                 "streaming" if self.stream else "stage by stage",
+                 f", {lanes} execute lane(s) of {self.executor.job_workers(EXECUTE)} workers" if lanes else "")
         self.bar = tqdm(total=self.config.n, desc="tasks", unit="task", file=sys.stderr, disable=not self.progress,
                         dynamic_ncols=True, position=0)
         try:
@@ -211,9 +216,11 @@ class Build:
     def _static(self, round_index: int, plan: dict) -> None:
         config = self.config
         plugins = [str(Path(p).resolve()) for p in config.vocab_plugins]
+        rule = config.composition_rule()
+        composition = [rule.mode, rule.weight, str(Path(rule.prior_path).resolve()) if rule.prior_path else None]
         jobs = [(s["shard"], {"seed": config.seed, "start": s["start"], "count": s["count"],
                               "profile": config.profile, "source": s["source"], "plugins": plugins,
-                              "mix": config.mix})
+                              "mix": config.mix, "composition": composition})
                 for s in plan["shards"] if self.rundir.done(self.rundir.shard_dir(s["shard"]), "static") is None]
 
         def on_result(shard: int, result: dict) -> None:
@@ -308,6 +315,12 @@ class Build:
         self.rundir.mark(folder, "timing", {"funnel": result["funnel"], "gpu_s": result.get("gpu_s", 0.0)})
         state.timed.add(shard)
         self._count_published()
+        self.gpu_s += result.get("gpu_s", 0.0)
+        if self.gpus is None:
+            self.gpus = gpu_count(self.config.timing_device)
+        elapsed = time.perf_counter() - self.started
+        log.info("shard %d timed: %d of %d tasks, %.1f min into this call, GPU busy share %.2f", shard,
+                 self._published(), self.config.n, elapsed / 60, self.gpu_s / max(elapsed, 1e-9) / self.gpus)
 
     # survivors -----------------------------------------------------------------------------------------------
     def _executed(self, state: RoundState) -> bool:
@@ -341,13 +354,15 @@ class Build:
         self.rundir.mark(folder, "round", {"survivors": len(survivors)})
         state.complete = True
 
-    def _count_published(self) -> None:
-        """The progress bar: tasks that will be published (survivors so far, capped per source by its quota)."""
-        if self.bar is None:
-            return
+    def _published(self) -> int:
+        """Tasks that will be published: survivors so far, capped per source by its quota."""
         kept = self._final_kept()
-        published = sum(min(kept[source], quota) for source, quota in self.wanted.items())
-        self.bar.update(published - self.bar.n)
+        return sum(min(kept[source], quota) for source, quota in self.wanted.items())
+
+    def _count_published(self) -> None:
+        """The progress bar of published tasks."""
+        if self.bar is not None:
+            self.bar.update(self._published() - self.bar.n)
 
 
 def run_build(config: BuildConfig, run_dir: str | Path, executor: LocalExecutor | RayExecutor | None = None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import os
 import socket
 from dataclasses import asdict, dataclass, field
@@ -14,11 +15,23 @@ from filters.base import Funnel
 from filters.dedup.chains import DEFAULT_MAX_PER_CHAIN
 from filters.window import DEFAULT_WINDOW_MS
 from opgen.errors import UsageError
+from opgen.sample.composition import DEFAULT_PRIOR_WEIGHT, Composition
 from opgen.sample.sampler import DEFAULT_MIX
+from opgen.vocab.prior import PRIOR_PATH
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 OFFLINE_REFERENCE = REPO_ROOT.parent / "shared" / "kernelbench" / "problems.jsonl"
 log = logging.getLogger("opgen.build")
+
+
+# The build's default cap on tasks per chain of operator families: a share of the dataset, at least
+# DEFAULT_MAX_PER_CHAIN. The composition prior makes real patterns (conv -> batch norm) common among candidates;
+# this lets a 6,000-task dataset hold 12 genuinely different regimes of one instead of 3.
+CHAIN_SHARE = 0.002
+
+
+def chain_cap(n: int) -> int:
+    return max(DEFAULT_MAX_PER_CHAIN, math.ceil(CHAIN_SHARE * n))
 
 
 @dataclass(frozen=True)
@@ -45,15 +58,21 @@ class BuildConfig:
     precision: str = "default"
     planning: str = "survival"   # survival: round 0 per source from the shipped prior; rounds: n x oversample
     cpu_timing: bool = False     # a CPU build times its tasks too (on the CPU): the streaming path without a GPU
-    max_per_chain: int = DEFAULT_MAX_PER_CHAIN
+    max_per_chain: int | None = None   # None: chain_cap(n), a share of the dataset (at least 3)
+    composition: str = "mix"     # how each next operator is drawn: mix | prior | uniform (opgen/sample/composition.py)
+    prior_weight: float = DEFAULT_PRIOR_WEIGHT
+    composition_prior: str | None = None   # a mined prior file (opgen prior); None: the shipped one
 
     def __post_init__(self) -> None:
+        self.composition_rule()  # a bad --composition, --prior-weight or --composition-prior is a usage error
         if self.n < 1:
             raise UsageError(f"--n must be at least 1, got {self.n}")
         if self.device not in ("cpu", "cuda"):
             raise UsageError(f"--device must be cpu or cuda, got {self.device!r}")
         if self.shard_size < 1:
             raise UsageError("--shard-size must be at least 1")
+        if self.max_per_chain is None:
+            object.__setattr__(self, "max_per_chain", chain_cap(self.n))
         if self.max_per_chain < 0:
             raise UsageError(f"--max-per-chain must be 0 (no cap) or more, got {self.max_per_chain}")
         if self.planning not in ("survival", "rounds"):
@@ -61,6 +80,9 @@ class BuildConfig:
         for path in self.vocab_plugins:
             if not Path(path).is_file():
                 raise UsageError(f"vocabulary plugin not found: {path}")
+
+    def composition_rule(self) -> Composition:
+        return Composition(self.composition, self.prior_weight, self.composition_prior)
 
     @property
     def timing_device(self) -> str | None:
@@ -82,6 +104,10 @@ class BuildConfig:
         data["vocab_plugin_sha256"] = [hashlib.sha256(Path(p).read_bytes()).hexdigest() for p in self.vocab_plugins]
         data["runtime_window_ms"] = list(self.runtime_window_ms)
         data["reference_sha256"] = reference_hash
+        prior = Path(self.composition_prior) if self.composition_prior else PRIOR_PATH
+        if self.composition_prior:
+            data["composition_prior"] = str(prior.resolve())
+        data["composition_prior_sha256"] = hashlib.sha256(prior.read_bytes()).hexdigest()
         return data
 
 

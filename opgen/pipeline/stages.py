@@ -35,13 +35,16 @@ def time_shard(payload: dict) -> dict:
 def _sample_and_screen(payload: dict) -> dict:
     """Sample candidates `start .. start+count-1` (forced `source` if set) and run the static filter chain."""
     from filters.static import static_verdicts
+    from opgen.sample.composition import Composition
     from opgen.sample.sampler import sample_records
     from opgen.vocab import cached_vocabulary
 
     plugins = tuple(payload.get("plugins") or ())
     vocab = cached_vocabulary(plugins) if plugins else None
+    composition = Composition(*payload["composition"]) if payload.get("composition") else Composition()
     candidates = sample_records(payload["seed"], payload["start"], payload["count"], payload["profile"],
-                                vocab=vocab, mix=payload.get("mix"), source=payload.get("source"))
+                                vocab=vocab, mix=payload.get("mix"), source=payload.get("source"),
+                                composition=composition)
     funnel = Funnel()
     verdicts = static_verdicts(candidates, funnel)
     return {"candidates": candidates, "verdicts": verdicts, "funnel": funnel.to_dict()}
@@ -60,7 +63,7 @@ def _execute_shard(payload: dict) -> dict:
                                 timeout_s=payload["timeout_s"], memory_mb=payload["memory_mb"], funnel=funnel,
                                 seed=payload.get("seed", 0),
                                 runtime_window_ms=(window.lo_ms, window.hi_ms) if window else None,
-                                reuse_pool=True)
+                                reuse_pool=True, lane=payload.get("lane", 0), lanes=payload.get("lanes", 1))
     return {"verdicts": verdicts, "funnel": funnel.to_dict()}
 
 
@@ -83,5 +86,5 @@ def _time_shard(payload: dict) -> dict:
 
 
 SAMPLE = Stage("sample+static", sample_and_screen, num_cpus=1)
-EXECUTE = Stage("execute", execute_shard, num_cpus=1, own_workers=True)
+EXECUTE = Stage("execute", execute_shard, num_cpus=1, own_workers=True, lane_workers=2)
 TIMING = Stage("timing", time_shard, num_cpus=1, num_gpus=1, own_workers=True)

@@ -7,8 +7,9 @@ from collections import Counter
 
 from huggingface_hub import DatasetCard, DatasetCardData
 
-from opgen.publish.family_mix import family_counts, pair_counts, share, task_families
+from opgen.publish.family_mix import family_counts, pair_counts, prior_pair_share, share, task_families
 from opgen.records import COLUMN_DOCS
+from opgen.vocab.prior import CompositionPrior, load_prior
 
 
 def size_category(n: int) -> str:
@@ -119,21 +120,49 @@ def _provenance_section(rows: list[dict]) -> list[str]:
     return lines
 
 
-def families_section(rows: list[dict], top: int = 15) -> list[str]:
-    """The family mix: tasks per operator family and per adjacent family pair (synonyms counted as one)."""
+def families_section(rows: list[dict], prior: CompositionPrior | None = None, top: int = 15) -> list[str]:
+    """The family mix: tasks per operator family and per adjacent family pair (synonyms counted as one), beside
+    the composition prior's shares in real models when it is known."""
     chains = [task_families(r) for r in rows]
     families, pairs = family_counts(chains), pair_counts(chains)
     lines = [f"Operators are grouped into canonical families (`torch.mm`, `torch.matmul`, `F.linear` are all "
              f"`matmul`; the `families` column). Distinct families: {len(families)}; distinct family chains: "
-             f"{len({tuple(c) for c in chains})}; distinct adjacent pairs: {len(pairs)}.", "",
-             "| family | tasks | share |", "|---|---:|---:|"]
-    lines += [f"| `{family}` | {n} | {share(n, len(rows))} |" for family, n in families.most_common(top)]
-    lines += ["", f"Top {top} adjacent family pairs (b directly after a):", "", "| a → b | tasks | share |",
-              "|---|---:|---:|"]
-    lines += [f"| `{a}` → `{b}` | {n} | {share(n, len(rows))} |" for (a, b), n in pairs.most_common(top)]
+             f"{len({tuple(c) for c in chains})}; distinct adjacent pairs: {len(pairs)}."]
+    if prior is not None:
+        real, total = prior_pair_share(chains, prior)
+        lines += ["", f"{share(real, total)} of the {total} adjacent operator pairs are pairs that real models have "
+                      f"(the composition prior, mined from {len(prior.models)} torchvision and transformers models; "
+                      "its shares are of operator uses and of data-flow pairs there)."]
+    prior_column = prior is not None
+    lines += ["", "| family | tasks | share |" + (" real models |" if prior_column else ""),
+              "|---|---:|---:|" + ("---:|" if prior_column else "")]
+    lines += [f"| `{family}` | {n} | {share(n, len(rows))} |"
+              + (f" {100 * prior.families.get(family, 0):.1f}% |" if prior_column else "")
+              for family, n in families.most_common(top)]
+    lines += ["", f"Top {top} adjacent family pairs (b directly after a):", "",
+              "| a → b | tasks | share |" + (" real models |" if prior_column else ""),
+              "|---|---:|---:|" + ("---:|" if prior_column else "")]
+    lines += [f"| `{a}` → `{b}` | {n} | {share(n, len(rows))} |"
+              + (f" {100 * prior.pairs.get(f'{a} -> {b}', 0):.1f}% |" if prior_column else "")
+              for (a, b), n in pairs.most_common(top)]
     if not pairs:
-        lines.append("| (no task has two operators) | 0 | 0.0% |")
+        lines.append("| (no task has two operators) | 0 | 0.0% |" + (" |" if prior_column else ""))
+    if prior_column:
+        lines += ["", f"Top {top} pairs of the real models, and how many tasks have them:", "",
+                  "| a → b (real models) | share there | tasks | share |", "|---|---:|---:|---:|"]
+        for pair, prior_share in list(prior.pairs.items())[:top]:
+            a, b = pair.split(" -> ")
+            lines.append(f"| `{a}` → `{b}` | {100 * prior_share:.1f}% | {pairs.get((a, b), 0)} | "
+                         f"{share(pairs.get((a, b), 0), len(rows))} |")
     return lines
+
+
+def _composition_prior(config: dict) -> CompositionPrior | None:
+    """The build's composition prior (a custom file that is gone since is left out of the card)."""
+    try:
+        return load_prior(config.get("composition_prior"))
+    except (OSError, ValueError, KeyError):
+        return None
 
 
 def render_card(rows: list[dict], stats: dict, config: dict, repo_id: str, plots: dict[str, str],
@@ -143,6 +172,13 @@ def render_card(rows: list[dict], stats: dict, config: dict, repo_id: str, plots
     name = repo_id.rstrip("/").split("/")[-1]
     data = card_data(len(rows), name, dataset_info, extra_configs)
     reference = config.get("reference") or "ScalingIntelligence/KernelBench"
+    prior = _composition_prior(config)
+    composition = config.get("composition", "uniform")
+    drawn = {"uniform": "each operator by first drawing its category uniformly",
+             "prior": "each next operator from the composition prior (which family real models run after the "
+                      "previous one)",
+             "mix": f"each next operator {100 * config.get('prior_weight', 0):.0f}% from the composition prior "
+                    "(which family real models run after the previous one) and the rest by category uniformly"}
     body = [
         f"# {name}", "",
         f"{len(rows)} synthetic GPU-kernel training tasks in KernelBench format (a PyTorch `Model`, `get_inputs`, "
@@ -152,8 +188,13 @@ def render_card(rows: list[dict], stats: dict, config: dict, repo_id: str, plots
         f"--device {config['device']}", "```", "",
         "## How it was made", "",
         f"1. **Sampling.** Operator chains of 1-5 torch operators (or one standalone transformers module) are drawn "
-        f"from the operator vocabulary with seed {config['seed']} (profile `{config['profile']}`), shape-checked as "
-        "networkx graphs and rendered to code. Candidate *i* depends only on (seed, *i*).",
+        f"from the operator vocabulary with seed {config['seed']} (profile `{config['profile']}`; composition "
+        f"`{composition}`: {drawn.get(composition, composition)}), shape-checked as networkx graphs and rendered to "
+        "code. Candidate *i* depends only on (seed, *i*)."
+        + (" GPU sizes (channels, hidden sizes, heads, sequence lengths, spatial sides) are drawn from the real "
+           "models' size tables; the eager-time target is reached by growing the batch within realistic bounds "
+           "(images 256, video 32, sequences 64, rows 65,536), then the spatial size or sequence length."
+           if config["profile"] == "gpu" else ""),
         "2. **Static filters.** Parse, task shape, unsafe code (I/O, processes, ctypes, ...) and stochastic "
         "operators, by AST.",
         f"3. **Dedup and decontamination.** MinHash-LSH near-duplicates over normalised-token shingles "
@@ -174,7 +215,7 @@ def render_card(rows: list[dict], stats: dict, config: dict, repo_id: str, plots
         "## Summary", "", *_summary_section(rows, stats), "",
         "## Timing provenance", "", *_provenance_section(rows), "",
         baselines, "",
-        "## Operator families", "", *families_section(rows), "",
+        "## Operator families", "", *families_section(rows, prior), "",
         "## Plots", "",
     ]
     for title, path in plots.items():

@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from opgen.vocab.families import families_of
+from opgen.vocab.prior import CompositionPrior
 
 
 def task_families(row: dict) -> list[str]:
@@ -22,6 +23,17 @@ def family_counts(chains: Iterable[list[str]]) -> Counter:
 def pair_counts(chains: Iterable[list[str]]) -> Counter:
     """Tasks in which family b directly follows family a, per (a, b) (once per task)."""
     return Counter(pair for chain in chains for pair in set(zip(chain, chain[1:])))
+
+
+def adjacent_pairs(chains: Iterable[list[str]]) -> list[tuple[str, str]]:
+    """Every adjacent family pair of every chain (a task with n operators has n-1)."""
+    return [pair for chain in chains for pair in zip(chain, chain[1:])]
+
+
+def prior_pair_share(chains: Iterable[list[str]], prior: CompositionPrior) -> tuple[int, int]:
+    """(adjacent pairs that real models also have, all adjacent pairs) over the chains."""
+    pairs = adjacent_pairs(chains)
+    return sum(prior.has_pair(a, b) for a, b in pairs), len(pairs)
 
 
 def share(count: int, total: int) -> str:

@@ -98,10 +98,10 @@ CPU_FALLBACK_MAX_NUMEL = 1 << 22
 def _count(namespace: dict, device: str) -> dict:
     with torch.device(device):
         torch.manual_seed(0)
-        model = namespace["Model"](*namespace["get_init_inputs"]()).eval()
-        inputs = namespace["get_inputs"]()
+        inputs = namespace["get_inputs"]()  # first: a task too large for the CPU fails before building its weights
         if device == "cpu" and sum(t.numel() for t in inputs if isinstance(t, torch.Tensor)) > CPU_FALLBACK_MAX_NUMEL:
             raise AnalysisError("too large to count on the CPU")
+        model = namespace["Model"](*namespace["get_init_inputs"]()).eval()
         counter = WorkCounter()
         recurrent_flops = [0]
         _count_recurrent_analytically(model, counter, recurrent_flops)
@@ -118,11 +118,11 @@ def _count(namespace: dict, device: str) -> dict:
     }
 
 
-def analyze_code(code: str) -> dict:
+def analyze_code(code: str, cpu_fallback: bool = True) -> dict:
     """ops, data_source, input/output shapes, FLOPs, bytes moved and kernel count of one forward call.
 
     Counts on the meta device; an operator without meta support (data-dependent checks such as
-    `.item()`) falls back to a real CPU run when the task is small.
+    `.item()`) falls back to a real CPU run when the task is small (unless `cpu_fallback` is off).
     """
     ops = ops_from_code(code)
     namespace: dict = {"__name__": "opgen_task"}
@@ -130,6 +130,8 @@ def analyze_code(code: str) -> dict:
     try:
         facts = _count(namespace, "meta")
     except Exception as meta_error:  # noqa: BLE001 - any meta failure gets the CPU fallback
+        if not cpu_fallback:
+            raise AnalysisError(f"meta: {meta_error!r}") from None
         try:
             facts = _count(namespace, "cpu")
         except Exception as cpu_error:  # noqa: BLE001

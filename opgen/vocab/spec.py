@@ -47,8 +47,13 @@ class Sizes:
     volume: tuple[int, ...]       # 3d depth, height and width
     heads: tuple[int, ...]
     max_numel: int                # no intermediate tensor may hold more elements than this
+    # (kind, weights) pairs: a kind listed here is drawn with these weights (one per value), others uniformly
+    weights: tuple[tuple[str, tuple[float, ...]], ...] = ()
 
     def pick(self, rng: random.Random, kind: str) -> int:
+        for weighted, weights in self.weights:
+            if weighted == kind:
+                return rng.choices(getattr(self, kind), weights=weights)[0]
         return rng.choice(getattr(self, kind))
 
 

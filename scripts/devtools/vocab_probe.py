@@ -20,7 +20,7 @@ from opgen.sample.analyze import analyze_code
 from opgen.sample.render import op_nodes, render
 from opgen.sample.sampler import chain_graph
 from opgen.vocab import Vocabulary, cached_vocabulary
-from opgen.vocab.profiles import PROFILES
+from opgen.vocab.profiles import profile_sizes
 
 
 def single_op_graph(name: str, seed: int, rank: int | None = None, profile: str = "smoke",
@@ -33,7 +33,7 @@ def single_op_graph(name: str, seed: int, rank: int | None = None, profile: str 
             raise ValueError(f"operator {name!r} does not accept rank {rank} (ranks {spec.ranks})")
         spec = dataclasses.replace(spec, ranks=(rank,))
     only = Vocabulary([spec])
-    graph = chain_graph(random.Random(f"probe:{name}:{seed}:{rank}"), 1, only, PROFILES[profile], spec.standalone)
+    graph = chain_graph(random.Random(f"probe:{name}:{seed}:{rank}"), 1, only, profile_sizes(profile), spec.standalone)
     graph.graph.update(seed=seed, index=0, profile=profile)
     return graph
 
