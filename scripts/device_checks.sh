@@ -15,7 +15,7 @@ set -u
 export PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore HF_HUB_OFFLINE=1
 OUT=${OUT:-/tmp/opgen-device}; STEPS=${STEPS:-build}; N=${N:-300}; N_OLD=${N_OLD:-30}; KB_FIXED=${KB_FIXED:-30}
 BUILD_S=${BUILD_S:-400}; OLD_S=${OLD_S:-200}; NEW_S=${NEW_S:-100}; KB_S=${KB_S:-110}; KB_FIXED_S=${KB_FIXED_S:-70}
-AGREE_S=${AGREE_S:-80}; RETIME_N=${RETIME_N:-6}; MIXUNIFORM_S=${MIXUNIFORM_S:-280}; WORK=data/device
+AGREE_S=${AGREE_S:-70}; RETIME_N=${RETIME_N:-6}; RETIME_S=${RETIME_S:-80}; MIXUNIFORM_S=${MIXUNIFORM_S:-280}; WORK=data/device
 mkdir -p "$OUT" "$WORK"
 LOGS=$(mktemp -d)
 export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-/tmp/opgen-inductor}
@@ -61,7 +61,7 @@ for step in $STEPS; do
           --limit 100 --budget-s "$AGREE_S" > "$LOGS/agreement.log" 2>&1; tail -n 30 "$LOGS/agreement.log" >> "$OUT/summary.txt"
         python3 -m opgen publish "$WORK/gpu$N" --repo-id opgen/cuda-ops-h200 --dry-run --out "$WORK/dataset$N" \
           >> "$OUT/summary.txt" 2>&1
-        timeout 150 python3 -m opgen retime "$WORK/dataset$N" --device cuda --limit "$RETIME_N" --no-progress \
+        timeout "$RETIME_S" python3 -m opgen retime "$WORK/dataset$N" --device cuda --limit "$RETIME_N" --no-progress \
           > "$LOGS/retime.log" 2>&1; say "retime rc=$?"; tail -n 3 "$LOGS/retime.log" >> "$OUT/summary.txt"
         python3 -c "
 import datasets, sys
