@@ -10,12 +10,17 @@
 #   mixuniform  `opgen validate --device cuda` (no window) of .devdata/mixuniform.jsonl: gpu candidates of
 #               --composition mix and uniform, interleaved, deduped here (scripts/device_prepare.sh)
 # Inputs (git-ignored, carried): .whl/ and .devdata/ (scripts/device_prepare.sh); a carried data/device/ resumes.
+# Every step also stops at DEADLINE seconds after the script started (the device call's limit, less a margin).
 # Usage there: OUT=$OUT STEPS="build" bash scripts/device_checks.sh
 set -u
 export PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore HF_HUB_OFFLINE=1
 OUT=${OUT:-/tmp/opgen-device}; STEPS=${STEPS:-build}; N=${N:-300}; N_OLD=${N_OLD:-30}; KB_FIXED=${KB_FIXED:-30}
 BUILD_S=${BUILD_S:-400}; OLD_S=${OLD_S:-200}; NEW_S=${NEW_S:-100}; KB_S=${KB_S:-110}; KB_FIXED_S=${KB_FIXED_S:-70}
 AGREE_S=${AGREE_S:-70}; RETIME_N=${RETIME_N:-6}; RETIME_S=${RETIME_S:-80}; MIXUNIFORM_S=${MIXUNIFORM_S:-280}; WORK=data/device
+DEADLINE=${DEADLINE:-575}
+left() {  # left SECONDS: the smaller of SECONDS and the time to the deadline (at least 1)
+  local rest=$((DEADLINE - SECONDS)); [ "$rest" -lt "$1" ] && echo $((rest > 1 ? rest : 1)) || echo "$1"
+}
 mkdir -p "$OUT" "$WORK"
 LOGS=$(mktemp -d)
 export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-/tmp/opgen-inductor}
@@ -34,8 +39,9 @@ say() { echo "$@" | tee -a "$OUT/summary.txt"; }
 build() {  # build NAME N SECONDS EXTRA...: one build, its figures into the summary
   local name=$1 n=$2 seconds=$3; shift 3
   local start=$SECONDS
-  timeout "$seconds" python3 -m opgen build --n "$n" --seed 0 --out "$WORK/$name" "${BUILD_ARGS[@]}" "$@" \
-    > "$LOGS/$name.out" 2> "$LOGS/$name.err"
+  # each build compiles into a cache of its own: a later build must not find an earlier one's kernels
+  TORCHINDUCTOR_CACHE_DIR="/tmp/opgen-inductor-$name" timeout "$(left "$seconds")" python3 -m opgen build \
+    --n "$n" --seed 0 --out "$WORK/$name" "${BUILD_ARGS[@]}" "$@" > "$LOGS/$name.out" 2> "$LOGS/$name.err"
   say "build $name rc=$? wall $((SECONDS - start)) s"; tail -n 4 "$LOGS/$name.out" | tee -a "$OUT/summary.txt"
   grep -E "round [0-9]+:|tasks/min|GPU busy" "$LOGS/$name.err" | tail -n 12 >> "$OUT/summary.txt"
   [ -f "$WORK/$name/stats.json" ] && cp "$WORK/$name/stats.json" "$OUT/stats_$name.json"
@@ -57,11 +63,11 @@ for step in $STEPS; do
       build "gpu$N" "$N" "$BUILD_S"
       tar czf "$OUT/run$N.tar.gz" -C "$WORK" "gpu$N" 2>/dev/null
       if [ -f "$WORK/gpu$N/tasks.parquet" ]; then
-        timeout $((AGREE_S + 20)) python3 scripts/agreement.py "$WORK/gpu$N/tasks.parquet" "$OUT/agreement.json" \
+        timeout "$(left $((AGREE_S + 20)))" python3 scripts/agreement.py "$WORK/gpu$N/tasks.parquet" "$OUT/agreement.json" \
           --limit 100 --budget-s "$AGREE_S" > "$LOGS/agreement.log" 2>&1; tail -n 30 "$LOGS/agreement.log" >> "$OUT/summary.txt"
         python3 -m opgen publish "$WORK/gpu$N" --repo-id opgen/cuda-ops-h200 --dry-run --out "$WORK/dataset$N" \
           >> "$OUT/summary.txt" 2>&1
-        timeout "$RETIME_S" python3 -m opgen retime "$WORK/dataset$N" --device cuda --limit "$RETIME_N" --no-progress \
+        timeout "$(left "$RETIME_S")" python3 -m opgen retime "$WORK/dataset$N" --device cuda --limit "$RETIME_N" --no-progress \
           > "$LOGS/retime.log" 2>&1; say "retime rc=$?"; tail -n 3 "$LOGS/retime.log" >> "$OUT/summary.txt"
         python3 -c "
 import datasets, sys
@@ -85,12 +91,12 @@ for name in names:
       kb_inputs
       for run in 1 2; do
         start=$SECONDS
-        timeout "$KB_S" python3 -m opgen time --input .devdata/kb_level2.jsonl --device cuda \
+        timeout "$(left "$KB_S")" python3 -m opgen time --input .devdata/kb_level2.jsonl --device cuda \
           --out "$WORK/kb_adaptive$run.jsonl" --no-progress 2> "$LOGS/kb$run.log"
         say "kb adaptive run $run rc=$? wall $((SECONDS - start)) s"; grep '^{"time"' "$LOGS/kb$run.log" | tee -a "$OUT/summary.txt"
       done
       start=$SECONDS
-      timeout "$KB_FIXED_S" python3 -m opgen time --input .devdata/kb_level2.jsonl --device cuda --out "$WORK/kb_fixed.jsonl" \
+      timeout "$(left "$KB_FIXED_S")" python3 -m opgen time --input .devdata/kb_level2.jsonl --device cuda --out "$WORK/kb_fixed.jsonl" \
         --trial-mode fixed --limit "$KB_FIXED" --no-progress 2> "$LOGS/kbfixed.log"
       say "kb fixed rc=$? wall $((SECONDS - start)) s"; grep '^{"time"' "$LOGS/kbfixed.log" | tee -a "$OUT/summary.txt"
       python3 scripts/compare_timings.py "$WORK"/kb_adaptive1.jsonl "$WORK"/kb_adaptive2.jsonl "$WORK"/kb_fixed.jsonl \
@@ -99,7 +105,7 @@ for name in names:
         $(cd "$WORK" && ls kb_*.partial 2>/dev/null) 2>/dev/null ;;
     mixuniform)
       start=$SECONDS
-      timeout "$MIXUNIFORM_S" python3 -m opgen validate --input .devdata/mixuniform.jsonl --device cuda --workers 8 \
+      timeout "$(left "$MIXUNIFORM_S")" python3 -m opgen validate --input .devdata/mixuniform.jsonl --device cuda --workers 8 \
         --timeout 180 --memory-mb 14000 --runtime-window 0.001,100000 --chunk-size 16 --no-progress \
         --out "$WORK/mixuniform_verdicts.jsonl" > "$LOGS/mixuniform.log" 2>&1
       say "mixuniform rc=$? wall $((SECONDS - start)) s"

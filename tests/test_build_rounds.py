@@ -139,3 +139,19 @@ def test_every_column_of_the_spec_is_published_and_documented():
     wanted = named | {column for columns in SPEC_PROVENANCE.values() for column in columns}
     assert len(named) >= 20 and wanted <= set(COLUMNS), sorted(wanted - set(COLUMNS))
     assert all(COLUMN_DOCS[column] for column in wanted)
+
+
+def test_unneeded_shards_are_those_after_a_source_quota_met_by_finished_shards():
+    from opgen.pipeline.rounds import unneeded_shards
+
+    shards = [(0, "torch#1"), (1, "torch#2"), (2, "torch#2"), (3, "torch#1"), (4, "torch#2"), (5, "torch#2"),
+              (6, None)]
+    survivors = {0: 1, 1: 2, 2: 1, 3: 0, 4: 3, 5: 3}.get
+    # torch#2 needs 3: shards 1 and 2 (both finished) hold them, so 4 and 5 can only add surplus
+    assert unneeded_shards(shards, {0, 1, 2}, survivors, {"torch#1": 2, "torch#2": 3}) == [4, 5]
+    # an unfinished earlier shard decides nothing: its survivors might be the ones the dataset takes
+    assert unneeded_shards(shards, {0, 2}, survivors, {"torch#1": 2, "torch#2": 3}) == []
+    # torch#1 needs 1 and shard 0 has it; a mixed shard (source None) is never skipped
+    assert unneeded_shards(shards, {0}, survivors, {"torch#1": 1, "torch#2": 99}) == [3]
+    # a later-finishing shard does not count before the earlier ones finish
+    assert unneeded_shards(shards, {1, 4}, survivors, {"torch#2": 3}) == []

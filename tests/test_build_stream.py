@@ -18,9 +18,11 @@ REPO = Path(__file__).resolve().parents[1]
 KB = REPO.parent / "shared" / "kernelbench" / "problems.jsonl"
 BUILD = """
 import sys
-from opgen.pipeline.build import BuildConfig, run_build
+from opgen.pipeline.build import Build, BuildConfig, run_build
 from opgen.pipeline.executors import LocalExecutor
 if __name__ == "__main__":
+    if sys.argv[5:] == ["noskip"]:  # every shard runs to the end, also those whose survivors can only be surplus
+        Build._skip_unneeded = lambda self: None
     config = BuildConfig(n=5, seed=3, shard_size=2, cpu_timing=True, trials=3, warmups=0, reference=sys.argv[2])
     executor = LocalExecutor(int(sys.argv[4]))
     try:
@@ -31,10 +33,11 @@ if __name__ == "__main__":
 """
 
 
-def build(run: Path, mode: str, env: dict | None = None, workers: int = 2) -> subprocess.CompletedProcess:
+def build(run: Path, mode: str, env: dict | None = None, workers: int = 2,
+          extra: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
     script = run.parent / "build_script.py"
     script.write_text(BUILD)
-    return subprocess.run([sys.executable, str(script), str(run), str(KB), mode, str(workers)], cwd=REPO,
+    return subprocess.run([sys.executable, str(script), str(run), str(KB), mode, str(workers), *extra], cwd=REPO,
                           capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=900)
 
 
@@ -74,6 +77,20 @@ def test_stage_by_stage_in_two_execute_lanes_gives_the_same_dataset(streamed, tm
     assert done.returncode == 0, done.stderr[-3000:]
     assert "stage by stage, 2 execute lane(s) of 2 workers" in (tmp_path / "run" / "logs" / "build.log").read_text()
     assert rows(tmp_path / "run") == rows(streamed)
+
+
+@pytest.mark.heavy
+def test_skipping_shards_that_can_only_add_surplus_leaves_the_dataset_unchanged(streamed, tmp_path):
+    done = build(tmp_path / "run", "stream", extra=("noskip",))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert rows(tmp_path / "run") == rows(streamed)
+    everything = json.loads((tmp_path / "run" / "stats.json").read_text())
+    skipped = json.loads((streamed / "stats.json").read_text())
+    assert everything["skipped_shards"] == 0
+    # what skipping saves shows in the funnel: no more candidates reach the sandbox or the timing stage
+    for stage in ("sandbox", "runtime_window"):
+        assert skipped["funnel"]["stages"][stage]["seen"] <= everything["funnel"]["stages"][stage]["seen"]
+    assert skipped["surplus"] <= everything["surplus"]
 
 
 @pytest.mark.heavy

@@ -41,6 +41,7 @@ class RoundState:
 
     index: int
     shards: list[int]
+    sources: dict[int, str | None] = field(default_factory=dict)   # shard -> the source it draws (None: the mix)
     executed: set[int] = field(default_factory=set)
     timed: set[int] = field(default_factory=set)
     timing_sent: set[int] = field(default_factory=set)
@@ -68,6 +69,9 @@ class Build:
         self.busy: Counter = Counter()                          # seconds each stage's jobs ran, this invocation
         self.gpu_s = 0.0                                        # timed GPU seconds, this invocation
         self.gpus: int | None = None                            # GPUs they spread over (see report.gpu_count)
+        self.survivor_counts: dict[int, int] = {}               # shard -> survivors, once it is finished
+        self.skipped = 0                                        # jobs of unneeded shards cancelled, this call
+        self.skipping = False
         self.bar: tqdm | None = None
         self.started = time.perf_counter()
 
@@ -115,7 +119,8 @@ class Build:
                     if self._met(kept):
                         return
             plan = self._plan(round_index, kept)
-            state = RoundState(round_index, [s["shard"] for s in plan["shards"]])
+            state = RoundState(round_index, [s["shard"] for s in plan["shards"]],
+                               {s["shard"]: s["source"] for s in plan["shards"]})
             self.rounds.append(state)
             if self.rundir.done(self.rundir.round_dir(round_index), "round") is not None:
                 state.complete = True
@@ -262,9 +267,16 @@ class Build:
                 for record in self._static_kept(shard) if lines[record["sample_index"]]["keep"]]
 
     def _submit_work(self, state: RoundState) -> None:
-        """Execute jobs for the round's unexecuted shards; timing jobs for those executed but not timed."""
+        """Execute jobs for the round's unexecuted shards, the sources taken in turn (a rare source's few shards
+        run early instead of after all of the common one's); timing jobs for those executed but not timed."""
         config = self.config
+        turn: Counter = Counter()
+        order = []
         for shard in state.shards:
+            source = state.sources.get(shard)
+            order.append((turn[source], shard))
+            turn[source] += 1
+        for _, shard in sorted(order):
             folder = self.rundir.shard_dir(shard)
             if self.rundir.done(folder, "execute") is not None:
                 state.executed.add(shard)
@@ -302,17 +314,19 @@ class Build:
     def _on_execute(self, state: RoundState, shard: int, result: dict) -> None:
         folder = self.rundir.shard_dir(shard)
         self.rundir.write_rows(folder, "execute", result["verdicts"])
-        self.rundir.mark(folder, "execute", {"funnel": result["funnel"]})
+        self.rundir.mark(folder, "execute", {"funnel": result["funnel"], "skipped": bool(result.get("skipped"))})
         state.executed.add(shard)
         if not self.timed:
             self._count_published()
+            self._skip_unneeded()
         self._send_timing(state)
 
     def _on_timing(self, state: RoundState, shard: int, result: dict) -> None:
         folder = self.rundir.shard_dir(shard)
         self.rundir.write_rows(folder, "timed", result["records"])
         self.rundir.write_rows(folder, "timing", result["verdicts"])
-        self.rundir.mark(folder, "timing", {"funnel": result["funnel"], "gpu_s": result.get("gpu_s", 0.0)})
+        self.rundir.mark(folder, "timing", {"funnel": result["funnel"], "gpu_s": result.get("gpu_s", 0.0),
+                                            "skipped": bool(result.get("skipped"))})
         state.timed.add(shard)
         self._count_published()
         self.gpu_s += result.get("gpu_s", 0.0)
@@ -321,6 +335,47 @@ class Build:
         elapsed = time.perf_counter() - self.started
         log.info("shard %d timed: %d of %d tasks, %.1f min into this call, GPU busy share %.2f", shard,
                  self._published(), self.config.n, elapsed / 60, self.gpu_s / max(elapsed, 1e-9) / self.gpus)
+        self._skip_unneeded()
+
+    # shards that cannot add to the dataset ---------------------------------------------------------------------
+    def _done_shard(self, state: RoundState, shard: int) -> bool:
+        return shard in (state.timed if self.timed else state.executed)
+
+    def _unneeded(self) -> list[tuple[RoundState, int]]:
+        """Shards whose survivors could only be surplus (`rounds.unneeded_shards`), with their round."""
+        state_of = {shard: state for state in self.rounds for shard in state.shards}
+        ordered = [(shard, state.sources.get(shard)) for state in self.rounds for shard in state.shards]
+        finished = {shard for shard, state in state_of.items() if self._done_shard(state, shard)}
+        unneeded = rounds.unneeded_shards(ordered, finished, lambda shard: self._survivor_count(state_of[shard], shard),
+                                          self.wanted)
+        return [(state_of[shard], shard) for shard in unneeded]
+
+    def _survivor_count(self, state: RoundState, shard: int) -> int:
+        if shard not in self.survivor_counts:
+            self.survivor_counts[shard] = len(self._shard_survivors(state, shard))
+        return self.survivor_counts[shard]
+
+    def _skip_unneeded(self) -> None:
+        """Cancel the not yet started jobs of unneeded shards and mark them skipped (empty stage outputs): the
+        dataset is the same, the build ends sooner. A job already running finishes."""
+        if self.skipping:  # marking a shard skipped finishes its stages, which would come back here
+            return
+        self.skipping = True
+        try:
+            for state, shard in self._unneeded():
+                for stage in (EXECUTE.name, TIMING.name):
+                    future = next((f for f, (st, _, sh) in self.pending.items() if st == stage and sh == shard), None)
+                    if future is None or not future.cancel():
+                        continue
+                    del self.pending[future]
+                    self.skipped += 1
+                    empty = {"verdicts": [], "records": [], "funnel": Funnel().to_dict(), "skipped": True}
+                    if stage == EXECUTE.name:
+                        self._on_execute(state, shard, empty)
+                    else:
+                        self._on_timing(state, shard, empty)
+        finally:
+            self.skipping = False
 
     # survivors -----------------------------------------------------------------------------------------------
     def _executed(self, state: RoundState) -> bool:

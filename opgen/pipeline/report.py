@@ -129,6 +129,10 @@ def write_outputs(build, chosen: list[dict], surplus: list[dict], survivors: lis
         "rejected": dict(sorted(Counter(r["reason"] for r in rejected).items())),
         "funnel": funnel.to_dict(), "seconds": round(invocation_s, 3),
         "contamination_threshold": CONTAMINATION_THRESHOLD,
+        # shards not executed or not timed because their source's quota was already met by earlier shards
+        "skipped_shards": sum(1 for state in build.rounds for shard in state.shards
+                              if any((rundir.done(rundir.shard_dir(shard), stage) or {}).get("skipped")
+                                     for stage in ("execute", "timing"))),
         "throughput": throughput(build, len(chosen), sum(drawn.values()), invocation_s),
     }
     if build.timed:

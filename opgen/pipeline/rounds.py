@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,3 +137,23 @@ def select(survivors: list[dict], wanted: dict[str, int]) -> tuple[list[dict], l
         else:
             surplus.append(record)
     return chosen, surplus
+
+
+def unneeded_shards(shards: list[tuple[int, str | None]], finished: set[int], survivors: Callable[[int], int],
+                    wanted: dict[str, int]) -> list[int]:
+    """Shards (in sample-index order, with the source each draws) that cannot add to the dataset: a source's
+    quota is already met by the survivors of its earlier shards, all finished. `select` takes each source's first
+    survivors by sample index, so a later shard's would only be surplus. Mixed shards (source None) never are."""
+    unneeded = []
+    for source, quota in wanted.items():
+        kept = 0
+        for shard, drawn in shards:
+            if drawn != source:
+                continue
+            if kept >= quota:
+                unneeded.append(shard)
+            elif shard not in finished:
+                break
+            else:
+                kept += survivors(shard)
+    return sorted(unneeded)

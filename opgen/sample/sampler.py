@@ -32,8 +32,9 @@ DEFAULT_MIX = {"torch#1": 0.0340, "torch#2": 0.8377, "torch#3": 0.0762, "torch#4
 MAX_ATTEMPTS = 200
 MAX_ANALYSIS_RETRIES = 5
 # A gpu candidate whose fitted estimate stays outside this band is drawn again (up to MAX_ANALYSIS_RETRIES times):
-# near the window's floor (the estimate is unbiased but off by a factor of about 3 either way) and twice its ceiling.
-GPU_ESTIMATE_MS = (0.8, 200.0)
+# the window's floor (below it the estimate, unbiased but off by a factor of about 2, mostly means a rejection) and
+# twice its ceiling.
+GPU_ESTIMATE_MS = (1.0, 200.0)
 
 
 class SamplingError(RuntimeError):
