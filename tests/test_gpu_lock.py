@@ -53,22 +53,3 @@ def test_no_path_means_no_lock():
     with gpu_lock(None), gpu_lock(None, shared=True):
         pass
 
-
-def test_execute_checks_wait_once_for_a_timed_run_then_judge_every_stage(tmp_path):
-    from filters.execute import STAGE_NAMES, STAGES
-    from filters.execute.task_run import TaskRun
-    from filters.execute.worker import _judge_sharing_the_gpu
-
-    code = ("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
-            "        return torch.tanh(x) * 2\n\ndef get_inputs():\n    return [torch.randn(4, 8)]\n\n"
-            "def get_init_inputs():\n    return []\n")
-    run, path, result = TaskRun(code=code, name="t"), str(tmp_path / "gpu"), {}
-    worker = threading.Thread(target=lambda: result.update(verdict=_judge_sharing_the_gpu(run, path)))
-    with gpu_lock(path):  # a timed run holds the GPU: no check may start
-        worker.start()
-        time.sleep(0.5)
-        assert run.model is None and not result
-    worker.join(60)
-    verdict = result["verdict"]
-    assert verdict.keep and [name for name, _ in verdict.stages] == list(STAGE_NAMES)
-    assert STAGES[-1].name == "compile"  # the one check outside the shared hold comes last

@@ -11,26 +11,28 @@ from opgen.sandbox.gpus import current_gpu_lock_path, gpu_lock
 from opgen.sandbox.torch_state import isolated_torch_state
 
 
-def _unlocked(check: Filter) -> bool:
-    """The compile check runs outside the GPU lock: its first call spends seconds compiling on the CPU, and
-    holding the lock through it would keep the timing stage waiting; its GPU work is a few forward calls."""
-    return check.name == "compile"
+class SharingTheGpu(Filter):
+    """A check that holds its GPU's lock in shared mode while it runs, so it never overlaps a timed trial.
+
+    The compile check is left unlocked: its first call spends seconds compiling on the CPU, and holding
+    the lock through it would keep the timing stage waiting; its GPU work is a few forward calls.
+    """
+
+    def __init__(self, check: Filter, lock_path: str):
+        self.check, self.lock_path = check, lock_path
+        self.name, self.error_reason = check.name, check.error_reason
+        self.reads, self.writes = check.reads, check.writes
+
+    def filter(self, run: TaskRun) -> Verdict:
+        with gpu_lock(self.lock_path, shared=True):
+            return self.check.filter(run)
 
 
-def _judge_sharing_the_gpu(run: TaskRun, lock_path: str) -> Verdict:
-    """The checks before compile in one hold of the GPU lock's shared mode (one wait behind a timed trial per
-    task, not one per check), then compile unlocked; one verdict as `judge` gives it."""
-    locked = [check for check in STAGES if not _unlocked(check)]
-    rest = [check for check in STAGES if _unlocked(check)]
-    if STAGES[: len(locked)] != tuple(locked):
-        raise RuntimeError("the unlocked checks must come last in STAGES")
-    with gpu_lock(lock_path, shared=True):
-        first = judge(run, locked)
-    if not first.keep or not rest:
-        return first
-    second = judge(run, rest)
-    return Verdict(second.keep, second.reason, {**first.metrics, **second.metrics}, second.detail,
-                   first.stages + second.stages)
+def stages_for(device: str) -> tuple[Filter, ...]:
+    if not device.startswith("cuda"):
+        return STAGES
+    lock = current_gpu_lock_path()
+    return tuple(check if check.name == "compile" else SharingTheGpu(check, lock) for check in STAGES)
 
 
 def check_task(payload: dict) -> dict:
@@ -40,9 +42,6 @@ def check_task(payload: dict) -> dict:
     with isolated_torch_state():
         if threads:
             torch.set_num_threads(int(threads))
-        if run.device.startswith("cuda"):
-            verdict = _judge_sharing_the_gpu(run, current_gpu_lock_path())
-        else:
-            verdict = judge(run, STAGES)
+        verdict = judge(run, stages_for(run.device))
     return {"reason": verdict.reason, "detail": verdict.detail, "metrics": verdict.metrics,
             "stages": [list(stage) for stage in verdict.stages]}
