@@ -16,7 +16,7 @@ LAYERS = {
     "opgen.records": 0, "opgen.errors": 0, "opgen.jsonl": 0, "opgen.checkpoint": 0,
     "opgen.taskcode": 1, "opgen.vocab": 1,
     "opgen.sandbox": 2, "kernels_ref": 2,
-    "opgen.sample": 3, "filters": 3, "opgen.timing": 3, "opgen.publish": 3,
+    "opgen.sample": 3, "opgen.mining": 3, "filters": 3, "opgen.timing": 3, "opgen.publish": 3,
     "opgen.pipeline": 4,
     "opgen.commands": 5, "opgen.cli": 5, "opgen.__main__": 5, "opgen": 5,
 }
