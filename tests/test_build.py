@@ -109,7 +109,8 @@ def test_build_killed_repeatedly_resumes_to_the_same_dataset(reference_run, tmp_
         assert result.returncode == 137, result.stderr[-2000:]
         assert not (run / "tasks.parquet").exists()
     sampled = _static_mtimes(run)
-    assert len(sampled) == 3
+    plan = json.loads((reference_run / "rounds" / "000" / "plan.json").read_text())
+    assert len(sampled) == len(plan["shards"])   # every shard of round 0 sampled before the second exit
     # 3. a real SIGKILL of the whole job (driver and sandbox workers) at a random moment after it resumed
     log_path = run / "logs" / "build.log"
     resumes = log_path.read_text().count("resuming build")
@@ -128,14 +129,22 @@ def test_build_killed_repeatedly_resumes_to_the_same_dataset(reference_run, tmp_
     assert result.returncode == 0, result.stderr[-3000:]
     assert dataset_rows(run) == dataset_rows(reference_run)
     assert _static_mtimes(run) == sampled                      # finished shards were not sampled again
+    def skipped(root: Path, shard: str) -> bool:  # cancelled as unneeded: which ones depends on timing
+        marker = root / "shards" / shard / "execute.done"
+        return marker.is_file() and json.loads(marker.read_text()).get("skipped", False)
+
     for name in ("candidates", "static", "execute"):
         for path in run.glob(f"shards/*/{name}.jsonl"):
             twin = reference_run / path.relative_to(run)
+            if name == "execute" and (skipped(run, path.parent.name) or skipped(reference_run, path.parent.name)):
+                continue
             lines = path.read_text().splitlines()
             assert len(lines) == len(twin.read_text().splitlines())   # nothing lost, nothing duplicated
             assert [json.loads(x)["id"] for x in lines] == [json.loads(x)["id"] for x in twin.read_text().splitlines()]
     stats, ref_stats = (json.loads((r / "stats.json").read_text()) for r in (run, reference_run))
     assert stats["funnel"]["inputs"] == ref_stats["funnel"]["inputs"]
-    assert stats["rejected"] == ref_stats["rejected"] and stats["surplus"] == ref_stats["surplus"]
+    assert stats["tasks"] == ref_stats["tasks"]
+    if not stats["skipped_shards"] and not ref_stats["skipped_shards"]:  # surplus counts what ran beyond the quotas
+        assert stats["rejected"] == ref_stats["rejected"] and stats["surplus"] == ref_stats["surplus"]
     log = (run / "logs" / "build.log").read_text()
     assert log.count("resuming build") == 3 and "fault injection" in log
