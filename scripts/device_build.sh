@@ -19,10 +19,7 @@ for candidate in shared/kernelbench/problems.jsonl ../shared/kernelbench/problem
     if [ -z "$KB" ] && [ -f "$candidate" ]; then KB="$candidate"; fi
 done
 mkdir -p "$OUT"
-if ls .whl/*.whl > /dev/null 2>&1; then  # packages the GPU image lacks, carried as wheels
-    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-        && export PYTHONPATH="$PYTHONPATH:/tmp/site"
-fi
+source scripts/device_env.sh
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$OUT/gpu.csv" 2>&1 || true
 start=$(date +%s)
 set +e

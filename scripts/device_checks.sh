@@ -26,13 +26,8 @@ mkdir -p "$OUT" "$WORK"
 LOGS=$(mktemp -d)
 export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-/tmp/opgen-inductor}
 trap 'for f in "$LOGS"/*; do echo "### $f"; tail -c 30000 "$f"; done > "$OUT/logs.txt"' EXIT
-if ls .whl/*.whl > /dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH="$PYTHONPATH:/tmp/site"
-fi
-{ nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv; nproc
-  python3 -c "import torch, transformers, triton; print(torch.__version__, torch.version.cuda, triton.__version__, transformers.__version__)"
-} | tee "$OUT/summary.txt"
+source scripts/device_env.sh
+machine_facts "$OUT/summary.txt"
 KB=.devdata/problems.jsonl
 BUILD_ARGS=(--device cuda --profile gpu --workers "${WORKERS:-8}" --timing-workers "${TIMING_WORKERS:-4}"
             --shard-size "${SHARD_SIZE:-16}" --memory-mb 14000 --timeout 300 --no-progress --reference "$KB")

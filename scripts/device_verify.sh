@@ -15,13 +15,8 @@ mkdir -p "$OUT"
 LOGS=$(mktemp -d)   # at most 8 files come back: logs are joined into $OUT/logs.txt at the end
 export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-$(mktemp -d)}   # one cache for every step
 trap 'for f in "$LOGS"/*; do echo "### $f"; tail -c 60000 "$f"; done > "$OUT/logs.txt"' EXIT
-if ls .whl/*.whl > /dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH="$PYTHONPATH:/tmp/site"
-fi
-{ nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv; nproc
-  python3 -c "import torch, transformers, triton; print(torch.__version__, torch.version.cuda, triton.__version__, transformers.__version__)"
-} | tee "$OUT/machine.txt"
+source scripts/device_env.sh
+machine_facts "$OUT/machine.txt"
 GPUS=$(nvidia-smi -L | wc -l)
 
 limit() {  # limit SECONDS: the smaller of SECONDS and what is left of the budget

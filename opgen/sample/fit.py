@@ -14,6 +14,7 @@ import networkx as nx
 from opgen.sample.analyze import AnalysisError, analyze_code, estimate_gpu_ms, log_uniform
 from opgen.sample.render import op_nodes, render
 from opgen.vocab import Vocabulary
+from opgen.vocab.builders import place_op
 from opgen.vocab.spec import Sizes
 
 # The eager time the gpu profile aims for: log-uniform, centred (geometrically) inside the 1-100 ms window
@@ -95,8 +96,6 @@ def rescale_batch(graph: nx.DiGraph, batch: int) -> nx.DiGraph:
 def resize_input(graph: nx.DiGraph, vocab: Vocabulary, sizes: Sizes, dims: dict[str, int]) -> nx.DiGraph | None:
     """The graph with the first input's dims named in `dims` set to new sizes and every operator's shapes and
     extra inputs worked out again from its (unchanged) parameters; None when an operator no longer fits."""
-    from opgen.sample.sampler import place_op  # the sampler's own shape rule (it imports this module)
-
     scaled = graph.copy()
     source = scaled.nodes["x"]
     shape = tuple(dims.get(name, size) for name, size in zip(source["layout"], source["shape"]))

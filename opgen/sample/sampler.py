@@ -18,12 +18,12 @@ from opgen.sample.composition import UNIFORM, Composition, draw_order
 from opgen.sample.fit import fit_to_gpu_window, rescale_batch
 from opgen.sample.render import op_nodes, render
 from opgen.vocab import Vocabulary, cached_vocabulary
-from opgen.vocab.builders import default_input, fits_numel
+from opgen.vocab.builders import default_input, place_op
 from opgen.vocab.families import families_of
 from opgen.vocab.profiles import profile_sizes
 from opgen.vocab.spec import OpSpec, Shape, Sizes
 
-__all__ = ["Composition", "rescale_batch", "sample_graph", "sample_one", "sample_records", "record_from_graph"]
+__all__ = ["Composition", "place_op", "rescale_batch", "sample_graph", "sample_one", "sample_records", "record_from_graph"]
 DEFAULT_COMPOSITION = Composition()
 
 # The CUDA-Agent-Ops-6K mix of data sources.
@@ -51,21 +51,6 @@ def _first_input(spec: OpSpec, rng: random.Random, sizes: Sizes) -> tuple[Shape,
         return spec.make_input(rng, sizes)
     ranks = [r for r in spec.ranks if r > 1] or list(spec.ranks)
     return default_input(rng, sizes, rng.choice(ranks))
-
-
-def place_op(spec: OpSpec, shape: Shape, params: dict, sizes: Sizes) -> tuple[Shape, list[dict]] | None:
-    """The output shape and extra inputs (as graph-node dicts) of `spec` with these parameters on an input of
-    `shape`, or None when a tensor would exceed the profile's size limit."""
-    out = tuple(spec.out_shape(shape, params))
-    if not fits_numel(out, sizes):
-        return None
-    extras = [vars(e).copy() for e in spec.extras(shape, params)] if spec.extras else []
-    for extra in extras:
-        if not fits_numel(tuple(extra["shape"]), sizes):
-            return None
-        extra["shape"] = list(extra["shape"])
-        extra["dim_names"] = list(extra["dim_names"])
-    return out, extras
 
 
 def _try_op(spec: OpSpec, rng: random.Random, shape: Shape, sizes: Sizes) -> tuple[dict, Shape, list] | None:

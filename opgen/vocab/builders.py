@@ -88,3 +88,18 @@ def reduce_dim(name: str, phrase: str, call: str, *, keepdim: bool | None = None
 
 def fits_numel(shape: Shape, sizes: Sizes) -> bool:
     return numel(shape) <= sizes.max_numel
+
+
+def place_op(spec: OpSpec, shape: Shape, params: dict, sizes: Sizes) -> tuple[Shape, list[dict]] | None:
+    """The output shape and extra inputs (as graph-node dicts) of `spec` with these parameters on an input of
+    `shape`, or None when a tensor would exceed the profile's size limit."""
+    out = tuple(spec.out_shape(shape, params))
+    if not fits_numel(out, sizes):
+        return None
+    extras = [vars(e).copy() for e in spec.extras(shape, params)] if spec.extras else []
+    for extra in extras:
+        if not fits_numel(tuple(extra["shape"]), sizes):
+            return None
+        extra["shape"] = list(extra["shape"])
+        extra["dim_names"] = list(extra["dim_names"])
+    return out, extras
