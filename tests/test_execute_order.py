@@ -35,3 +35,17 @@ def test_declared_fields_exist():
     for check in STAGES:
         assert set(check.reads) | set(check.writes) <= fields, check.name
     assert len({check.name for check in STAGES}) == len(STAGES)
+
+
+def test_on_cuda_the_checks_that_run_the_model_share_the_gpu_lock_and_the_rest_do_not(monkeypatch):
+    """Beside timed runs: eager, determinism, degenerate and runtime hold the shared lock; the output scans
+    (finite, trivial) and the compile check (which locks only inductor's autotuning itself) do not."""
+    from filters.execute.worker import SharingTheGpu, stages_for
+    from opgen.sandbox.gpus import gpu_lock_path
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
+    wrapped = {check.name: check for check in stages_for("cuda") if isinstance(check, SharingTheGpu)}
+    assert set(wrapped) == {"eager", "determinism", "degenerate", "runtime"}
+    assert {check.lock_path for check in wrapped.values()} == {gpu_lock_path("3")}
+    assert [check.name for check in stages_for("cuda")] == [check.name for check in STAGES]
+    assert stages_for("cpu") == STAGES

@@ -3,10 +3,13 @@ holder keeps new shared holders out (a stream of validation work cannot starve a
 
 from __future__ import annotations
 
+import fcntl
 import threading
 import time
 
-from opgen.sandbox.gpus import gpu_lock
+import pytest
+
+from opgen.sandbox.gpus import gpu_lock, inductor_benchmarks_locked
 
 
 def _hold(path: str, shared: bool, seconds: float, log: list, name: str) -> threading.Thread:
@@ -53,3 +56,61 @@ def test_no_path_means_no_lock():
     with gpu_lock(None), gpu_lock(None, shared=True):
         pass
 
+
+
+def _locked_elsewhere(path: str) -> bool:
+    """Whether some holder keeps the lock: an exclusive try from a fresh open file fails."""
+    with open(path, "a+") as other:
+        try:
+            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(other, fcntl.LOCK_UN)
+        return False
+
+
+def test_nested_holds_are_free_and_release_once(tmp_path):
+    path = str(tmp_path / "gpu")
+    done = threading.Event()
+
+    def nest() -> None:   # an exclusive hold whose own work takes the shared lock: no self-deadlock
+        with gpu_lock(path), gpu_lock(path, shared=True), gpu_lock(path, shared=True):
+            assert _locked_elsewhere(path)
+        done.set()
+
+    thread = threading.Thread(target=nest, daemon=True)
+    thread.start()
+    thread.join(5)
+    assert done.is_set()
+    assert not _locked_elsewhere(path)
+
+
+def test_inductor_autotuning_holds_the_shared_lock(tmp_path):
+    """torch's hook (>= 2.13): inductor's benchmark lock context is ours inside, gone outside."""
+    from torch._inductor.runtime import benchmarking
+
+    path = str(tmp_path / "gpu")
+    if not hasattr(benchmarking, "maybe_gpu_benchmark_lock"):
+        pytest.skip("this torch has no benchmark lock hook (the fallback is tested below)")
+    with inductor_benchmarks_locked(path):
+        assert not _locked_elsewhere(path)
+        with benchmarking.maybe_gpu_benchmark_lock():
+            assert _locked_elsewhere(path)
+        assert not _locked_elsewhere(path)
+    with benchmarking.maybe_gpu_benchmark_lock():
+        assert not _locked_elsewhere(path)
+
+
+def test_inductor_autotuning_fallback_wraps_the_benchmarker(tmp_path, monkeypatch):
+    """Older torch: the module benchmarker's benchmark_gpu is wrapped while inside, the class's method after."""
+    from torch._inductor.runtime import benchmarking
+
+    path, seen = str(tmp_path / "gpu"), []
+    monkeypatch.delattr(benchmarking, "set_gpu_benchmark_lock_context", raising=False)
+    monkeypatch.setattr(type(benchmarking.benchmarker), "benchmark_gpu",
+                        lambda self, fn, **kwargs: seen.append(_locked_elsewhere(path)) or 1.0)
+    with inductor_benchmarks_locked(path):
+        assert benchmarking.benchmarker.benchmark_gpu(lambda: None, rep=40) == 1.0
+    benchmarking.benchmarker.benchmark_gpu(lambda: None)
+    assert seen == [True, False]
+    assert "benchmark_gpu" not in vars(benchmarking.benchmarker)

@@ -13,6 +13,7 @@ import torch
 from filters.base import Filter, Verdict
 from filters.execute.task_run import CHECK_ATOL, CHECK_RTOL, TaskRun
 from filters.execute.tensors import all_close, max_abs_diff
+from opgen.sandbox.gpus import inductor_benchmarks_locked
 from opgen.sandbox.task import run_forward
 
 
@@ -25,12 +26,14 @@ class CompileCheck(Filter):
         torch._dynamo.reset()
         metrics: dict = {}
         try:
-            compiled = torch.compile(run.model)
-            start = time.perf_counter()
-            compiled_outputs = [run_forward(compiled, run.inputs[0])]
-            run.synchronize()
-            metrics["compile_s"] = round(time.perf_counter() - start, 3)
-            compiled_outputs += [run_forward(compiled, inputs) for inputs in run.inputs[1:]]
+            # beside timed runs: inductor's autotuning benchmarks (GPU-bound, long) hold the shared lock
+            with inductor_benchmarks_locked(run.gpu_lock_path):
+                compiled = torch.compile(run.model)
+                start = time.perf_counter()
+                compiled_outputs = [run_forward(compiled, run.inputs[0])]
+                run.synchronize()
+                metrics["compile_s"] = round(time.perf_counter() - start, 3)
+                compiled_outputs += [run_forward(compiled, inputs) for inputs in run.inputs[1:]]
         except Exception as error:  # noqa: BLE001 - any failure under compile is the verdict
             return Verdict.reject("compile_error", f"{type(error).__name__}: {error}", **metrics)
         worst = 0.0

@@ -37,6 +37,7 @@ class TaskRun:
     inputs: list[list] = field(default_factory=list)  # one input list per draw
     outputs: list[list[torch.Tensor]] = field(default_factory=list)  # eager outputs, one per draw
     work_ops: int = 0
+    gpu_lock_path: str | None = None  # the GPU's lock (opgen.sandbox.gpus), shared by checks beside timed runs
 
     @classmethod
     def from_payload(cls, payload: dict) -> TaskRun:

@@ -10,12 +10,18 @@ from filters.execute.task_run import TaskRun
 from opgen.sandbox.gpus import current_gpu_lock_path, gpu_lock
 from opgen.sandbox.torch_state import isolated_torch_state
 
+# Checks whose GPU work is one elementwise pass over the outputs (microseconds): waiting for the lock would cost
+# them more than their overlap could cost a timed trial. The compile check takes the lock itself (see below).
+UNLOCKED_CHECKS = frozenset({"finite", "trivial", "compile"})
+
 
 class SharingTheGpu(Filter):
     """A check that holds its GPU's lock in shared mode while it runs, so it never overlaps a timed trial.
 
-    The compile check is left unlocked: its first call spends seconds compiling on the CPU, and holding
-    the lock through it would keep the timing stage waiting; its GPU work is a few forward calls.
+    Only checks that run the model take it. The compile check takes it itself (`run.gpu_lock_path`) for
+    inductor's autotuning benchmarks alone, which keep the GPU busy for tens of milliseconds a kernel config:
+    its compile spends seconds on the CPU, and holding the lock through that would keep the timing stage
+    waiting; its few forward calls are as short as the other checks' and go unlocked.
     """
 
     def __init__(self, check: Filter, lock_path: str):
@@ -32,12 +38,14 @@ def stages_for(device: str) -> tuple[Filter, ...]:
     if not device.startswith("cuda"):
         return STAGES
     lock = current_gpu_lock_path()
-    return tuple(check if check.name == "compile" else SharingTheGpu(check, lock) for check in STAGES)
+    return tuple(check if check.name in UNLOCKED_CHECKS else SharingTheGpu(check, lock) for check in STAGES)
 
 
 def check_task(payload: dict) -> dict:
     """Run the execute checks on one task: {"reason", "detail", "metrics", "stages": [[name, seconds], ...]}."""
     run = TaskRun.from_payload(payload)
+    if run.device.startswith("cuda"):
+        run.gpu_lock_path = current_gpu_lock_path()
     threads = payload.get("threads")
     with isolated_torch_state():
         if threads:

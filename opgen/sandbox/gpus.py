@@ -6,6 +6,7 @@ import contextlib
 import fcntl
 import os
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -47,16 +48,34 @@ def current_gpu_lock_path() -> str:
     return gpu_lock_path(listed)
 
 
+# Locks this thread holds now (path -> depth): a nested hold of the same lock is free, never a self-deadlock
+# (an exclusive hold's own compiled calls may autotune, which takes the shared lock).
+_holding = threading.local()
+
+
+def _held() -> dict[str, int]:
+    if not hasattr(_holding, "depths"):
+        _holding.depths = {}
+    return _holding.depths
+
+
 @contextlib.contextmanager
 def gpu_lock(path: str | None, shared: bool = False) -> Iterator[None]:
     """Hold the GPU's lock: exclusive for a timed run, shared for untimed GPU work; nothing when path is None.
 
     Writers come first: a waiting exclusive holder takes the gate (`path`.gate) before waiting for the
     shared holders to leave, and a new shared holder must pass the gate, so a stream of validation work
-    cannot starve a timed run.
+    cannot starve a timed run. Re-entrant within a thread: a hold inside a hold of the same path is free.
     """
-    if not path:
-        yield
+    held = _held()
+    if not path or path in held:
+        if path:
+            held[path] += 1
+        try:
+            yield
+        finally:
+            if path:
+                held[path] -= 1
         return
     with open(path + ".gate", "a+") as gate, open(path, "a+") as lock:
         fcntl.flock(gate, fcntl.LOCK_EX)
@@ -65,8 +84,50 @@ def gpu_lock(path: str | None, shared: bool = False) -> Iterator[None]:
             fcntl.flock(gate, fcntl.LOCK_UN)
         else:
             fcntl.flock(lock, fcntl.LOCK_EX)
+        held[path] = 1
         try:
             yield
         finally:
+            del held[path]
             fcntl.flock(lock, fcntl.LOCK_UN)
             fcntl.flock(gate, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def inductor_benchmarks_locked(path: str | None) -> Iterator[None]:
+    """Inductor's autotuning benchmarks (tens of ms of GPU per kernel config, run on a compiled kernel's first
+    call) hold the shared lock, so a compile beside a timed trial never runs them inside its window.
+
+    Uses torch's own hook (`set_gpu_benchmark_lock_context`, torch >= 2.13); older releases get the module
+    benchmarker's `benchmark_gpu` wrapped for the duration.
+    """
+    if not path:
+        yield
+        return
+    from torch._inductor.runtime import benchmarking
+
+    def shared_hold():
+        return gpu_lock(path, shared=True)
+
+    if hasattr(benchmarking, "set_gpu_benchmark_lock_context"):
+        previous = benchmarking.set_gpu_benchmark_lock_context(shared_hold)
+        try:
+            yield
+        finally:
+            benchmarking.set_gpu_benchmark_lock_context(previous)
+        return
+    instance = benchmarking.benchmarker
+    unwrapped, own = instance.benchmark_gpu, instance.__dict__.get("benchmark_gpu")
+
+    def benchmark_gpu(*args, **kwargs):
+        with shared_hold():
+            return unwrapped(*args, **kwargs)
+
+    instance.benchmark_gpu = benchmark_gpu
+    try:
+        yield
+    finally:
+        if own is None:
+            del instance.benchmark_gpu  # the class's method shows through again
+        else:
+            instance.benchmark_gpu = own

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from filters.window import Window
 from opgen.records import TIMING_COLUMNS
-from opgen.sandbox.gpus import gpu_lock
+from opgen.sandbox.gpus import gpu_lock, inductor_benchmarks_locked
 from opgen.sandbox.task import build_model, describe, draw_inputs, input_seed, load_namespace
 from opgen.timing.precision import apply_precision
 from opgen.timing.provenance import environment, method_note, peaks
@@ -86,7 +86,8 @@ def measure_task(payload: dict) -> dict:
     try:
         compiled, compile_error = None, None
         if payload.get("compile", True):
-            compiled, result["compile_s"], compile_error = _compile(torch, model, inputs)
+            with inductor_benchmarks_locked(lock):  # autotuning beside another worker's timed trials: shared
+                compiled, result["compile_s"], compile_error = _compile(torch, model, inputs)
         timed_plan = plan
         if lock:  # untimed warm-ups beside other GPU work; only the last few hold the GPU alone
             with gpu_lock(lock, shared=True), torch.no_grad():
@@ -98,6 +99,8 @@ def measure_task(payload: dict) -> dict:
         with gpu_lock(lock), torch.no_grad():
             locked = time.perf_counter()
             result["lock_wait_s"] = locked - waiting
+            if device == "cuda":  # memory other workers hold: a starved allocator or cuDNN workspace slows trials
+                result["gpu_free_gb"] = torch.cuda.mem_get_info()[0] / 2**30
             # Holding the GPU alone, events and profiler can only disagree through the task's own host time.
             retimes = 0 if lock else MAX_RETIMES
             stage = "eager"
