@@ -2,6 +2,7 @@
 settings, one process, one task at a time (CUDA events, L2 flush, 5 warm-ups, median of 30), no opgen code.
 
     python scripts/agreement.py RUN_DIR/tasks.parquet OUT.json [--limit 100]
+    python scripts/agreement.py RUN_DIR OUT.json          # a run folder: its tasks, or (unfinished) its timed survivors
 
 Prints and writes: the median ratio dataset/independent, the log-correlation, p10-p90 of the ratio, and the
 same for convolution and recurrent tasks (the ones TF32 precision moves).
@@ -15,6 +16,7 @@ import math
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import torch
@@ -58,6 +60,24 @@ def summary(pairs: list[tuple[float, float]]) -> dict:
             "log_correlation": statistics.correlation(logs_a, logs_b)}
 
 
+def read_rows(path: str) -> list[dict]:
+    """A tasks parquet, a run folder's tasks.parquet, or the timed survivors of an unfinished run folder (each shard's
+    timed records that its timing verdicts keep), in sample order."""
+    folder = Path(path)
+    if folder.is_dir() and (folder / "tasks.parquet").is_file():
+        folder = folder / "tasks.parquet"
+    if not folder.is_dir():
+        return pq.read_table(folder).to_pylist()
+    rows = []
+    for shard in sorted((folder / "shards").iterdir()):
+        if (shard / "timing.jsonl").is_file() and (shard / "timed.jsonl").is_file():
+            kept = {json.loads(line)["sample_index"] for line in (shard / "timing.jsonl").read_text().splitlines()
+                    if line.strip() and json.loads(line)["keep"]}
+            rows += [r for r in map(json.loads, filter(str.strip, (shard / "timed.jsonl").read_text().splitlines()))
+                     if r["sample_index"] in kept]
+    return sorted(rows, key=lambda r: r["sample_index"])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("tasks")
@@ -65,7 +85,7 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=100)
     parser.add_argument("--budget-s", type=float, default=1e9)
     args = parser.parse_args()
-    rows = [r for r in pq.read_table(args.tasks).to_pylist() if r.get("eager_ms")][: args.limit]
+    rows = [r for r in read_rows(args.tasks) if r.get("eager_ms")][: args.limit]
     started, results = time.monotonic(), []
     for row in rows:
         if time.monotonic() - started > args.budget_s:

@@ -7,9 +7,11 @@
 #   agree       the agreement script alone, over .devdata/agree.parquet (timed tasks of an earlier, unfinished build)
 #   oldnew      the same seed and N_OLD in the new mode, then the old mode (--no-stream --trial-mode fixed
 #               --planning rounds), one after the other; scripts/compare_builds.py on the two
-#   kb          KernelBench level 2 timed twice with adaptive trials, and KB_FIXED problems with 100 fixed trials
-#   mixuniform  `opgen validate --device cuda` (no window) of .devdata/mixuniform.jsonl: gpu candidates of
-#               --composition mix and uniform, interleaved, deduped here (scripts/device_prepare.sh)
+#   kb          KernelBench level 2 timed with adaptive trials (runs KB_RUNS, default "1 2": a later call can take run 2
+#               on a warm machine), and KB_FIXED problems with 100 fixed trials (0: none)
+#   mixuniform  `opgen validate --device cuda` (default window) of .devdata/mixuniform.jsonl: gpu candidates of
+#               --composition mix and uniform, interleaved, deduped here (scripts/device_prepare.sh); then
+#               scripts/survival_by_rule.py: survival and window share per rule
 # Inputs (git-ignored, carried): .whl/ and .devdata/ (scripts/device_prepare.sh); a carried data/device/ resumes.
 # Every step also stops at DEADLINE seconds after the script started (the device call's limit, less a margin).
 # Usage there: OUT=$OUT STEPS="build" bash scripts/device_checks.sh
@@ -29,7 +31,7 @@ trap 'for f in "$LOGS"/*; do echo "### $f"; tail -c 30000 "$f"; done > "$OUT/log
 source scripts/device_env.sh
 machine_facts "$OUT/summary.txt"
 KB=.devdata/problems.jsonl
-BUILD_ARGS=(--device cuda --profile gpu --workers "${WORKERS:-8}" --timing-workers "${TIMING_WORKERS:-4}"
+BUILD_ARGS=(--device cuda --profile gpu --workers "${WORKERS:-12}" --timing-workers "${TIMING_WORKERS:-4}"
             --shard-size "${SHARD_SIZE:-16}" --memory-mb 14000 --timeout 300 --no-progress --reference "$KB")
 say() { echo "$@" | tee -a "$OUT/summary.txt"; }
 build() {  # build NAME N SECONDS EXTRA...: one build, its figures into the summary
@@ -55,12 +57,12 @@ with open('.devdata/kb_level2.jsonl', 'w') as out:
 for step in $STEPS; do
   say "== $step (t=${SECONDS}s)"
   case $step in
-    build)
+    build)  # the agreement runs over the build's tasks, or (cut short) over its timed survivors so far
       build "gpu$N" "$N" "$BUILD_S"
       tar czf "$OUT/run$N.tar.gz" -C "$WORK" "gpu$N" 2>/dev/null
+      timeout "$(left $((AGREE_S + 20)))" python3 scripts/agreement.py "$WORK/gpu$N" "$OUT/agreement.json" \
+        --limit 100 --budget-s "$(left "$AGREE_S")" > "$LOGS/agreement.log" 2>&1; tail -n 30 "$LOGS/agreement.log" >> "$OUT/summary.txt"
       if [ -f "$WORK/gpu$N/tasks.parquet" ]; then
-        timeout "$(left $((AGREE_S + 20)))" python3 scripts/agreement.py "$WORK/gpu$N/tasks.parquet" "$OUT/agreement.json" \
-          --limit 100 --budget-s "$AGREE_S" > "$LOGS/agreement.log" 2>&1; tail -n 30 "$LOGS/agreement.log" >> "$OUT/summary.txt"
         python3 -m opgen publish "$WORK/gpu$N" --repo-id opgen/cuda-ops-h200 --dry-run --out "$WORK/dataset$N" \
           >> "$OUT/summary.txt" 2>&1
         timeout "$(left "$RETIME_S")" python3 -m opgen retime "$WORK/dataset$N" --device cuda --limit "$RETIME_N" --no-progress \
@@ -88,26 +90,30 @@ for name in names:
       tar czf "$OUT/oldnew.tar.gz" -C "$WORK" "new$N_OLD" "old$N_OLD" 2>/dev/null ;;
     kb)
       kb_inputs
-      for run in 1 2; do
+      for run in ${KB_RUNS:-1 2}; do
         start=$SECONDS
         timeout "$(left "$KB_S")" python3 -m opgen time --input .devdata/kb_level2.jsonl --device cuda \
           --out "$WORK/kb_adaptive$run.jsonl" --no-progress 2> "$LOGS/kb$run.log"
         say "kb adaptive run $run rc=$? wall $((SECONDS - start)) s"; grep '^{"time"' "$LOGS/kb$run.log" | tee -a "$OUT/summary.txt"
       done
-      start=$SECONDS
-      timeout "$(left "$KB_FIXED_S")" python3 -m opgen time --input .devdata/kb_level2.jsonl --device cuda --out "$WORK/kb_fixed.jsonl" \
-        --trial-mode fixed --limit "$KB_FIXED" --no-progress 2> "$LOGS/kbfixed.log"
-      say "kb fixed rc=$? wall $((SECONDS - start)) s"; grep '^{"time"' "$LOGS/kbfixed.log" | tee -a "$OUT/summary.txt"
-      python3 scripts/compare_timings.py "$WORK"/kb_adaptive1.jsonl "$WORK"/kb_adaptive2.jsonl "$WORK"/kb_fixed.jsonl \
-        | tee -a "$OUT/summary.txt"
+      if [ "$KB_FIXED" -gt 0 ]; then
+        start=$SECONDS
+        timeout "$(left "$KB_FIXED_S")" python3 -m opgen time --input .devdata/kb_level2.jsonl --device cuda \
+          --out "$WORK/kb_fixed.jsonl" --trial-mode fixed --limit "$KB_FIXED" --no-progress 2> "$LOGS/kbfixed.log"
+        say "kb fixed rc=$? wall $((SECONDS - start)) s"; grep '^{"time"' "$LOGS/kbfixed.log" | tee -a "$OUT/summary.txt"
+      fi
+      [ -f "$WORK/kb_adaptive2.jsonl" ] && python3 scripts/compare_timings.py "$WORK"/kb_adaptive1.jsonl \
+        "$WORK"/kb_adaptive2.jsonl $(ls "$WORK"/kb_fixed.jsonl 2>/dev/null) | tee -a "$OUT/summary.txt"
       tar czf "$OUT/kb.tar.gz" -C "$WORK" kb_adaptive1.jsonl kb_adaptive2.jsonl kb_fixed.jsonl \
         $(cd "$WORK" && ls kb_*.partial 2>/dev/null) 2>/dev/null ;;
-    mixuniform)
+    mixuniform)  # the default 1-100 ms window: survival as a build sees it, and the window share of what ran
       start=$SECONDS
-      timeout "$(left "$MIXUNIFORM_S")" python3 -m opgen validate --input .devdata/mixuniform.jsonl --device cuda --workers 8 \
-        --timeout 180 --memory-mb 14000 --runtime-window 0.001,100000 --chunk-size 16 --no-progress \
+      timeout "$(left "$MIXUNIFORM_S")" python3 -m opgen validate --input .devdata/mixuniform.jsonl --device cuda \
+        --workers "${WORKERS:-8}" --timeout 180 --memory-mb 14000 --chunk-size 48 --no-progress \
         --out "$WORK/mixuniform_verdicts.jsonl" > "$LOGS/mixuniform.log" 2>&1
       say "mixuniform rc=$? wall $((SECONDS - start)) s"
+      verdicts="$WORK/mixuniform_verdicts.jsonl"; [ -f "$verdicts" ] || verdicts="$verdicts.partial"
+      python3 scripts/survival_by_rule.py "$verdicts" --sampled mix=200 uniform=200 2>&1 | tee -a "$OUT/summary.txt"
       cp "$WORK"/mixuniform_verdicts.jsonl* "$OUT/" 2>/dev/null ;;
   esac
 done

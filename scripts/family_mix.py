@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from filters.dedup.chains import SIZE_RATIO, same_regime, task_shape  # noqa: E402
+from filters.dedup.chains import SIZE_RATIO, TaskShape, same_regime, task_shape  # noqa: E402
 from kernels_ref import load_reference  # noqa: E402
 from kernels_ref.index import SIGNATURE_LEVELS, problem_name  # noqa: E402
 from opgen.jsonl import read_inputs, read_jsonl  # noqa: E402
@@ -53,19 +53,42 @@ def inputs_within(first: dict, second: dict, ratio: float = SIZE_RATIO) -> bool:
     return all(max(x, y) <= ratio * max(1, min(x, y)) for s, t in zip(a, b) for x, y in zip(s, t))
 
 
-def near_duplicate_pairs(rows: list[dict]) -> tuple[int, int]:
-    """Pairs with the same family chain and every input dimension within 2x, and of those the pairs that are
-    also one regime under the dedup rule (same salient parameters, every main size within 2x)."""
+def regime_difference(first: TaskShape, second: TaskShape) -> str:
+    """What keeps two same-chain tasks apart under the dedup rule: the salient parameters that differ, per
+    operator (`op1 kernel_size 1/7`), else the main sizes that are more than 2x apart."""
+    (nodes_a, layout_a), (nodes_b, layout_b) = first.salient, second.salient
+    if layout_a != layout_b:
+        return "shape layout"
+    parts = []
+    for position, (a, b) in enumerate(zip(nodes_a, nodes_b)):
+        a, b = dict(a), dict(b)
+        parts += [f"op{position} {name} {a.get(name)}/{b.get(name)}" for name in sorted(set(a) | set(b))
+                  if a.get(name) != b.get(name)]
+    if not parts:
+        parts = [f"size {x}/{y}" for x, y in zip(first.sizes, second.sizes)
+                 if max(x, y) > SIZE_RATIO * max(1, min(x, y))][:3]
+    return ", ".join(parts)
+
+
+def near_duplicate_pairs(rows: list[dict]) -> tuple[int, int, list[str]]:
+    """Pairs with the same family chain and every input dimension within 2x, of those the pairs that are also one
+    regime under the dedup rule (same salient parameters, every main size within 2x), and for the others what
+    tells them apart."""
     by_chain: dict[tuple[str, ...], list[dict]] = defaultdict(list)
     for row in rows:
         by_chain[family_signature(task_families(row))].append(row)
     loose = strict = 0
+    apart: list[str] = []
     for chain, group in by_chain.items():
         for first, second in combinations(group, 2):
             if inputs_within(first, second):
                 loose += 1
-                strict += same_regime(task_shape(first, chain), task_shape(second, chain))
-    return loose, strict
+                shapes = task_shape(first, chain), task_shape(second, chain)
+                if same_regime(*shapes):
+                    strict += 1
+                else:
+                    apart.append(f"{_name(chain)} {first['input_shapes']}: {regime_difference(*shapes)}")
+    return loose, strict, apart
 
 
 def kernelbench_chains(reference: str) -> dict[str, tuple[str, ...]]:
@@ -129,7 +152,7 @@ def report(path: Path, reference: str, top: int = 15, verdicts: Path | None = No
     signatures = [family_signature(chain) for chain in chains]
     kb_by_chain = {chain: name for name, chain in kb.items() if chain}
     matches = [(row.get("id"), kb_by_chain[s]) for row, s in zip(rows, signatures) if s in kb_by_chain]
-    loose, strict = near_duplicate_pairs(rows)
+    loose, strict, apart = near_duplicate_pairs(rows)
     repeats = len(signatures) - len(set(signatures))
     prior = load_prior(prior_path)
     real, adjacent = prior_pair_share(chains, prior)
@@ -140,7 +163,8 @@ def report(path: Path, reference: str, top: int = 15, verdicts: Path | None = No
         f"distinct families: {len(families)}; distinct family chains: {len(set(signatures))} "
         f"({repeats} tasks repeat a chain already present)",
         f"near-duplicate pairs (same family chain, every input dimension within {SIZE_RATIO:g}x): {loose}; "
-        f"of which one regime under the dedup rule: {strict}",
+        f"of which one regime under the dedup rule: {strict}; the others, told apart by"
+        + "".join(f"\n  {line}" for line in apart[:20]),
         f"family-signature matches with KernelBench levels 1-3 ({len(kb)} problems): {len(matches)}"
         + "".join(f"\n  {task} = {problem}" for task, problem in matches[:10]),
         f"adjacent family pairs that real models have (composition prior, {len(prior.models)} models): {real} of "

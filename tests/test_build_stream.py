@@ -67,8 +67,17 @@ def test_streaming_times_every_survivor_and_reports_busy_time(streamed):
     assert rates["tasks_per_min"] == pytest.approx(60 * 5 / rates["wall_s"], rel=0.01)
     assert rates["candidates_per_min"] == pytest.approx(60 * stats["candidates"] / rates["wall_s"], rel=0.01)
     assert stats["timing"]["trials_histogram"] == {"10": 10}   # eager and compile of 5 tasks, 3 trials each
+    # the sustained rate leaves out the time to the first published task
+    assert 0 < rates["first_task_s"] < rates["invocation_s"]
+    after_first = rates["invocation_s"] - rates["first_task_s"]
+    if rates["steady_tasks_per_min"] is None:   # every task came within the last second: no rate to speak of
+        assert after_first <= 1.01
+    else:
+        first_tasks = 5 - rates["steady_tasks_per_min"] * after_first / 60
+        assert 1 <= round(first_tasks) <= 5 and abs(first_tasks - round(first_tasks)) < 0.05
     log = (streamed / "logs" / "build.log").read_text()
-    assert "GPU busy share" in log and '"tasks_per_min"' in log.splitlines()[-1]
+    assert "GPU busy share" in log and "tasks/min since the first" in log
+    assert '"tasks_per_min"' in log.splitlines()[-1] and '"steady_tasks_per_min"' in log.splitlines()[-1]
 
 
 @pytest.mark.heavy
@@ -173,3 +182,23 @@ def test_unwritable_run_folder_is_one_line_and_status_2(tmp_path, where):
                            "--reference", str(KB), "--no-progress"], cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 2, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "cannot use" in done.stderr
+
+
+@pytest.mark.heavy
+def test_agreement_script_reads_an_unfinished_run_folder_s_timed_survivors(streamed, tmp_path):
+    """scripts/agreement.py on a build cut short: the timed survivors of its shards, the dataset's rows among them."""
+    import shutil
+
+    sys.path.insert(0, str(REPO / "scripts"))
+    from agreement import read_rows
+
+    cut = tmp_path / "cut"
+    shutil.copytree(streamed, cut)
+    (cut / "tasks.parquet").unlink()
+    survivors = read_rows(str(cut))
+    dataset = read_rows(str(streamed))
+    assert {r["id"] for r in dataset} <= {r["id"] for r in survivors}
+    assert [r["sample_index"] for r in survivors] == sorted(r["sample_index"] for r in survivors)
+    assert all(r["eager_ms"] and r["code"] for r in survivors)
+    rejected = {json.loads(line)["id"] for line in (streamed / "rejected.jsonl").read_text().splitlines()}
+    assert not rejected & {r["id"] for r in survivors}

@@ -74,6 +74,7 @@ class Build:
         self.skipping = False
         self.bar: tqdm | None = None
         self.started = time.perf_counter()
+        self.first_task: tuple[float, int] | None = None         # (s into this call, tasks) when tasks first showed
 
     # the loop ------------------------------------------------------------------------------------------------
     def run(self) -> BuildResult:
@@ -333,8 +334,12 @@ class Build:
         if self.gpus is None:
             self.gpus = gpu_count(self.config.timing_device)
         elapsed = time.perf_counter() - self.started
-        log.info("shard %d timed: %d of %d tasks, %.1f min into this call, GPU busy share %.2f", shard,
-                 self._published(), self.config.n, elapsed / 60, self.gpu_s / max(elapsed, 1e-9) / self.gpus)
+        published = self._published()
+        first_s, first_tasks = self.first_task or (elapsed, published)
+        steady = 60 * (published - first_tasks) / (elapsed - first_s) if elapsed - first_s > 1 else 0.0
+        log.info("shard %d timed: %d of %d tasks, %.1f min into this call, %.1f tasks/min since the first, "
+                 "GPU busy share %.2f", shard, published, self.config.n, elapsed / 60, steady,
+                 self.gpu_s / max(elapsed, 1e-9) / self.gpus)
         self._skip_unneeded()
 
     # shards that cannot add to the dataset ---------------------------------------------------------------------
@@ -416,8 +421,11 @@ class Build:
 
     def _count_published(self) -> None:
         """The progress bar of published tasks."""
+        published = self._published()
+        if self.first_task is None and published:
+            self.first_task = (time.perf_counter() - self.started, published)
         if self.bar is not None:
-            self.bar.update(self._published() - self.bar.n)
+            self.bar.update(published - self.bar.n)
 
 
 def run_build(config: BuildConfig, run_dir: str | Path, executor: LocalExecutor | RayExecutor | None = None,

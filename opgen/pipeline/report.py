@@ -99,12 +99,18 @@ def throughput(build, tasks: int, candidates: int, invocation_s: float) -> dict:
     gpu_s = sum((build.rundir.done(build.rundir.shard_dir(shard), "timing") or {}).get("gpu_s", 0.0)
                 for state in build.rounds for shard in state.shards)
     gpus = gpu_count(build.config.timing_device)
+    # the sustained rate: from this call's first published task to its end (pool start-up and the first
+    # shard's way through every stage left out), the figure that decides a long build's time
+    first_s, first_tasks = build.first_task or (None, 0)
+    steady_s = invocation_s - first_s if first_s is not None else 0.0
+    steady = {"first_task_s": round(first_s, 2) if first_s is not None else None,
+              "steady_tasks_per_min": round(60 * (tasks - first_tasks) / steady_s, 2) if steady_s > 1 else None}
     return {"wall_s": round(wall, 2), "invocation_s": round(invocation_s, 2),
             "busy_s": {stage: round(seconds, 2) for stage, seconds in build.busy.items()},
             "gpu_timed_s": round(gpu_s, 2), "gpus": gpus,
             "gpu_busy_share": round(gpu_s / (wall * gpus), 4) if build.config.timing_device == "cuda" and wall else None,
             "candidates_per_min": round(60 * candidates / wall, 2) if wall else None,
-            "tasks_per_min": round(60 * tasks / wall, 2) if wall else None}
+            "tasks_per_min": round(60 * tasks / wall, 2) if wall else None, **steady}
 
 
 def write_outputs(build, chosen: list[dict], surplus: list[dict], survivors: list[dict],
