@@ -1,5 +1,6 @@
 """Independent check of a build's eager baselines: time its tasks again with a plain script, PyTorch's default
-settings, one process, one task at a time (CUDA events, L2 flush, 5 warm-ups, median of 30), no opgen code.
+settings, one process, one task at a time (CUDA events, L2 flush, 5 warm-ups, median of 30), no opgen code in the timing
+(opgen only reads the run folder).
 
     python scripts/agreement.py RUN_DIR/tasks.parquet OUT.json [--limit 100]
     python scripts/agreement.py RUN_DIR OUT.json          # a run folder: its tasks, or (unfinished) its timed survivors
@@ -20,6 +21,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from opgen.pipeline.report import kept_by_key  # noqa: E402
+from opgen.pipeline.rundir import RunDir  # noqa: E402
 
 CONV_RNN = ("Conv", "conv", "LSTM", "GRU", "RNN")
 
@@ -61,20 +67,16 @@ def summary(pairs: list[tuple[float, float]]) -> dict:
 
 
 def read_rows(path: str) -> list[dict]:
-    """A tasks parquet, a run folder's tasks.parquet, or the timed survivors of an unfinished run folder (each shard's
-    timed records that its timing verdicts keep), in sample order."""
+    """A tasks parquet, a run folder's tasks.parquet, or the timed survivors of an unfinished run folder (each
+    finished shard's timed records that its timing verdicts keep), in sample order."""
     folder = Path(path)
     if folder.is_dir() and (folder / "tasks.parquet").is_file():
         folder = folder / "tasks.parquet"
     if not folder.is_dir():
         return pq.read_table(folder).to_pylist()
-    rows = []
-    for shard in sorted((folder / "shards").iterdir()):
-        if (shard / "timing.jsonl").is_file() and (shard / "timed.jsonl").is_file():
-            kept = {json.loads(line)["sample_index"] for line in (shard / "timing.jsonl").read_text().splitlines()
-                    if line.strip() and json.loads(line)["keep"]}
-            rows += [r for r in map(json.loads, filter(str.strip, (shard / "timed.jsonl").read_text().splitlines()))
-                     if r["sample_index"] in kept]
+    run = RunDir(folder)
+    rows = [row for shard in sorted((folder / "shards").iterdir()) if run.done(shard, "timing") is not None
+            for row in kept_by_key(run.rows(shard, "timed"), run.rows(shard, "timing"))]
     return sorted(rows, key=lambda r: r["sample_index"])
 
 

@@ -27,7 +27,7 @@ from filters.dedup.near import DEDUP_STAGE, dedup_verdicts
 from opgen.pipeline import rounds
 from opgen.pipeline.config import BuildConfig, BuildResult, load_reference_index
 from opgen.pipeline.executors import LocalExecutor, RayExecutor, run_jobs
-from opgen.pipeline.report import gpu_count, kept_by_key, write_outputs
+from opgen.pipeline.report import gpu_count, kept_by_key, steady_rate, write_outputs
 from opgen.pipeline.rundir import RunDir, write_json
 from opgen.pipeline.stages import EXECUTE, SAMPLE, TIMING
 
@@ -335,11 +335,9 @@ class Build:
             self.gpus = gpu_count(self.config.timing_device)
         elapsed = time.perf_counter() - self.started
         published = self._published()
-        first_s, first_tasks = self.first_task or (elapsed, published)
-        steady = 60 * (published - first_tasks) / (elapsed - first_s) if elapsed - first_s > 1 else 0.0
         log.info("shard %d timed: %d of %d tasks, %.1f min into this call, %.1f tasks/min since the first, "
-                 "GPU busy share %.2f", shard, published, self.config.n, elapsed / 60, steady,
-                 self.gpu_s / max(elapsed, 1e-9) / self.gpus)
+                 "GPU busy share %.2f", shard, published, self.config.n, elapsed / 60,
+                 steady_rate(self.first_task, published, elapsed) or 0.0, self.gpu_s / max(elapsed, 1e-9) / self.gpus)
         self._skip_unneeded()
 
     # shards that cannot add to the dataset ---------------------------------------------------------------------

@@ -93,18 +93,24 @@ def gpu_count(timing_device: str | None) -> int:
     return max(1, len(visible_gpus()))
 
 
+def steady_rate(first_task: tuple[float, int] | None, tasks: int, elapsed_s: float) -> float | None:
+    """Tasks/min from this call's first published task (`(seconds into the call, tasks then)`) to `elapsed_s`:
+    pool start-up and the first shard's way through every stage left out, the figure that decides a long
+    build's time. None before a second has passed since."""
+    if first_task is None or elapsed_s - first_task[0] <= 1:
+        return None
+    return 60 * (tasks - first_task[1]) / (elapsed_s - first_task[0])
+
+
 def throughput(build, tasks: int, candidates: int, invocation_s: float) -> dict:
     """Wall time (every invocation), per-stage busy seconds (this invocation), GPU busy share, rates."""
     wall = build.rundir.wall_seconds() or invocation_s
     gpu_s = sum((build.rundir.done(build.rundir.shard_dir(shard), "timing") or {}).get("gpu_s", 0.0)
                 for state in build.rounds for shard in state.shards)
     gpus = gpu_count(build.config.timing_device)
-    # the sustained rate: from this call's first published task to its end (pool start-up and the first
-    # shard's way through every stage left out), the figure that decides a long build's time
-    first_s, first_tasks = build.first_task or (None, 0)
-    steady_s = invocation_s - first_s if first_s is not None else 0.0
-    steady = {"first_task_s": round(first_s, 2) if first_s is not None else None,
-              "steady_tasks_per_min": round(60 * (tasks - first_tasks) / steady_s, 2) if steady_s > 1 else None}
+    rate = steady_rate(build.first_task, tasks, invocation_s)
+    steady = {"first_task_s": round(build.first_task[0], 2) if build.first_task else None,
+              "steady_tasks_per_min": round(rate, 2) if rate is not None else None}
     return {"wall_s": round(wall, 2), "invocation_s": round(invocation_s, 2),
             "busy_s": {stage: round(seconds, 2) for stage, seconds in build.busy.items()},
             "gpu_timed_s": round(gpu_s, 2), "gpus": gpus,
