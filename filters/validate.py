@@ -23,24 +23,27 @@ def _payload(record: dict, device: str, threads: int, runtime_window_ms, seed: i
 def _verdict(result: SandboxResult) -> Verdict:
     """The verdict of one sandbox result; its stages are the sandbox, then the checks the worker ran.
 
+    The sandbox stage's seconds are the worker's time on the task outside the checks (start-up of a fresh
+    worker, loading the payload, the clean-up after the worker's previous task, the pipes): with the checks'
+    seconds they add up to the task's time in its worker.
+
     A task past the pool's resident-memory limit (judged alone, in a fresh worker) did not crash: it cannot run
     in the memory the build allows, as a task whose allocation raises (`exec_error`, flagged `memory_limit`)."""
     if over_memory_limit(result):
         verdict = Verdict.reject("exec_error", f"alone in a fresh worker, {result.detail}", memory_limit=True)
-        verdict.stages = [(SANDBOX_STAGE, 0.0)]
-        return verdict
-    if result.status in ("crash", "timeout"):
+    elif result.status in ("crash", "timeout"):
         verdict = Verdict.reject(result.status, result.detail)
-        verdict.stages = [(SANDBOX_STAGE, 0.0)]
-        return verdict
-    if result.status != "ok":  # check_task itself failed: report it on the record rather than lose the record
+    elif result.status != "ok":  # check_task itself failed: report it on the record rather than lose the record
         verdict = Verdict.reject("exec_error", f"checker failed: {result.detail}")
-        verdict.stages = [(SANDBOX_STAGE, 0.0)]
-        return verdict
-    value = result.value
-    stages = [(SANDBOX_STAGE, 0.0), *((name, seconds) for name, seconds in value.get("stages", []))]
-    keep = value["reason"] is None
-    return Verdict(keep, value["reason"], value["metrics"], None if keep else value.get("detail"), stages)
+    else:
+        value = result.value
+        checks = [(name, seconds) for name, seconds in value.get("stages", [])]
+        overhead = max(0.0, result.seconds - sum(seconds for _, seconds in checks))
+        keep = value["reason"] is None
+        return Verdict(keep, value["reason"], value["metrics"], None if keep else value.get("detail"),
+                       [(SANDBOX_STAGE, overhead), *checks])
+    verdict.stages = [(SANDBOX_STAGE, result.seconds)]
+    return verdict
 
 
 _KEPT_POOLS = KeptPools()
@@ -79,7 +82,7 @@ def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int =
         with SandboxPool(workers, timeout_s, memory_mb, slot_envs=slot_envs) as pool:
             results = pool.run_many(CHECK_FUNCTION, payloads, progress=progress)
     crowded = [i for i, result in enumerate(results)
-               if over_memory_limit(result) or (workers > 1 and out_of_memory(result, "detail"))]
+               if over_memory_limit(result) or (workers * lanes > 1 and out_of_memory(result, "detail"))]
     if crowded:
         # Workers share the GPU, and a kept worker's resident memory holds what its earlier tasks left: a task
         # that ran out of memory beside others, or past the resident limit, is judged again alone in a fresh

@@ -4,7 +4,8 @@
 #   build       `opgen build --n N` (streaming, adaptive, survival planning), resumable under BUILD_S; then the
 #               independent agreement script over its first 100 tasks, `opgen publish --dry-run`, `opgen retime`
 #               of RETIME_N tasks of the published folder (loaded back as its config), the family figures
-#   agree       the agreement script alone, over .devdata/agree.parquet (timed tasks of an earlier, unfinished build)
+#   agree       the agreement script alone, over AGREE_FROM (a run folder left by an earlier call on this machine,
+#               default .devdata/agree.parquet: timed tasks of an earlier, unfinished build)
 #   oldnew      the same seed and N_OLD in the new mode, then the old mode (--no-stream --trial-mode fixed
 #               --planning rounds), one after the other; scripts/compare_builds.py on the two
 #   kb          KernelBench level 2 timed with adaptive trials (runs KB_RUNS, default "1 2": a later call can take run 2
@@ -79,8 +80,8 @@ for name in names:
         head -n 8 "$OUT/family_mix.txt" >> "$OUT/summary.txt"
         tar czf "$OUT/dataset$N.tar.gz" -C "$WORK" "dataset$N" 2>/dev/null
       fi ;;
-    agree)  # the independent agreement script over .devdata/agree.parquet (timed tasks of an earlier build)
-      timeout "$(left $((AGREE_S + 20)))" python3 scripts/agreement.py .devdata/agree.parquet "$OUT/agreement_h200.json" \
+    agree)  # the independent agreement script over AGREE_FROM (timed tasks of an earlier build)
+      timeout "$(left $((AGREE_S + 20)))" python3 scripts/agreement.py "${AGREE_FROM:-.devdata/agree.parquet}" "$OUT/agreement_h200.json" \
         --limit 100 --budget-s "$AGREE_S" > "$LOGS/agreement.log" 2>&1; tail -n 30 "$LOGS/agreement.log" >> "$OUT/summary.txt" ;;
     oldnew)
       build "new$N_OLD" "$N_OLD" "$NEW_S"

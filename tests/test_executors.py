@@ -1,4 +1,5 @@
-"""The local executor's lanes: a laned own-worker stage runs jobs side by side, each lane with its share of workers."""
+"""The local executor's lanes: a laned own-worker stage runs jobs side by side, each lane with its share of workers,
+every lane taking the next job when it is free."""
 
 from __future__ import annotations
 
@@ -15,6 +16,15 @@ def meet(payload: dict) -> dict:
     return {"lane": payload["lane"], "lanes": payload["lanes"]}
 
 
+RELEASE = threading.Event()
+
+
+def wait_or_pass(payload: dict) -> dict:
+    if payload["wait"]:
+        assert RELEASE.wait(timeout=30)
+    return {"lane": payload["lane"]}
+
+
 def lane_of(payload: dict) -> dict:
     return {"lane": payload["lane"], "thread": threading.current_thread().name}
 
@@ -28,6 +38,30 @@ def test_laned_stage_runs_jobs_side_by_side_with_a_share_of_the_workers():
         assert sorted(r["lane"] for r in results) == [0, 1] and {r["lanes"] for r in results} == {2}
     finally:
         executor.close()
+
+
+def test_a_free_lane_takes_the_next_job_while_another_lane_is_stuck():
+    executor = LocalExecutor(2)
+    laned = Stage("stuck", wait_or_pass, own_workers=True, lane_workers=1)
+    try:
+        stuck = executor.submit(laned, {"wait": True})
+        # with jobs dealt to lanes in turn, the third job would queue behind the stuck one
+        quick = [executor.submit(laned, {"wait": False}) for _ in range(3)]
+        lanes = [future.result(timeout=30)["lane"] for future in quick]
+        assert not stuck.done() and len(set(lanes)) == 1
+        RELEASE.set()
+        assert stuck.result(timeout=30)["lane"] != lanes[0]
+    finally:
+        RELEASE.set()
+        executor.close()
+
+
+def test_a_stage_given_its_own_workers_has_a_lane_for_each():
+    executor = LocalExecutor(12)
+    executor.give_workers("timing", 4)
+    timing, execute = (Stage(name, lane_of, own_workers=True, lane_workers=1) for name in ("timing", "execute"))
+    assert (executor.lanes(timing), executor.job_workers(timing)) == (4, 1)
+    assert (executor.lanes(execute), executor.job_workers(execute)) == (12, 1)
 
 
 def test_unlaned_own_worker_stage_runs_one_job_at_a_time_with_every_worker():

@@ -30,6 +30,14 @@ def test_results_in_input_order_across_workers():
     assert [r.value["echo"]["i"] for r in results] == list(range(12))
 
 
+def test_each_result_says_how_long_its_worker_had_it():
+    with _pool(workers=1) as pool:
+        quick, slow, failed = pool.run_many(_fn("dispatch"), [{"fn": "echo"}, {"fn": "slow_echo"},
+                                                               {"fn": "python_loop"}])
+    assert 0 < quick.seconds < 0.5 <= slow.seconds < 3.0
+    assert failed.status == "timeout" and failed.seconds >= 3.0
+
+
 def test_env_reaches_the_worker():
     with _pool(workers=1, env={"OPGEN_TEST_FLAG": "on"}) as pool:
         [result] = pool.run_many(_fn("echo"), [{"env_key": "OPGEN_TEST_FLAG"}])

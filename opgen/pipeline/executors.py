@@ -9,6 +9,7 @@ each of its lanes.
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 import sys
@@ -33,8 +34,8 @@ class Stage:
 
     `own_workers`: the stage starts its own sandboxed worker processes (validation, timing), so the local
     executor runs its jobs in driver threads instead of in its process pool: one at a time, or, for a stage
-    with `lane_workers`, in parallel lanes of that many sandbox workers each (a shard's slowest candidate
-    then idles only its own lane's workers, not all of them).
+    with `lane_workers`, in parallel lanes of that many sandbox workers each, every lane taking the next
+    job as soon as it is free (a shard's slowest candidate then idles only its own lane's workers).
     """
 
     name: str
@@ -61,27 +62,31 @@ def exit_with_parent(parent_pid: int, poll_s: float = 0.5) -> None:
     threading.Thread(target=watch, name="opgen-parent-watch", daemon=True).start()
 
 
-class _Lane:
-    """One driver thread running jobs of a stage one after another, counting those not finished."""
+class _Lanes:
+    """A stage's lanes: `count` driver threads that take its jobs from one queue, in submission order.
 
-    def __init__(self, stage_name: str, index: int):
-        self.index, self.in_flight = index, 0
-        self._thread = ThreadPoolExecutor(1, thread_name_prefix=f"opgen-{stage_name}-{index}")
-        self._count = threading.Lock()
+    A lane that finishes early takes the next job, so no job waits behind another lane's slow shard; each job
+    learns which lane runs it (`lane`, `lanes` in its payload), and so which of the stage's kept pools to use.
+    """
+
+    def __init__(self, stage_name: str, count: int):
+        self.count = count
+        self._numbers = itertools.count()
+        self._local = threading.local()
+        self._threads = ThreadPoolExecutor(count, thread_name_prefix=f"opgen-{stage_name}",
+                                           initializer=self._claim_number)
+
+    def _claim_number(self) -> None:
+        self._local.index = next(self._numbers)   # threads are never replaced, so numbers stay 0 .. count-1
+
+    def _run(self, fn: Callable[[dict], dict], payload: dict) -> dict:
+        return fn({**payload, "lane": self._local.index, "lanes": self.count})
 
     def submit(self, fn: Callable[[dict], dict], payload: dict) -> Future:
-        with self._count:
-            self.in_flight += 1
-        future = self._thread.submit(fn, payload)
-        future.add_done_callback(self._finished)
-        return future
-
-    def _finished(self, _future: Future) -> None:
-        with self._count:
-            self.in_flight -= 1
+        return self._threads.submit(self._run, fn, payload)
 
     def shutdown(self) -> None:
-        self._thread.shutdown(wait=True, cancel_futures=True)
+        self._threads.shutdown(wait=True, cancel_futures=True)
 
 
 class LocalExecutor:
@@ -92,28 +97,34 @@ class LocalExecutor:
     def __init__(self, workers: int = 2):
         self.workers = max(1, workers)
         self._pool: ProcessPoolExecutor | None = None
-        self._lanes: dict[str, list[_Lane]] = {}
+        self._lanes: dict[str, _Lanes] = {}
+        self._stage_workers: dict[str, int] = {}
+
+    def give_workers(self, stage_name: str, workers: int) -> None:
+        """Let the own-worker stage `stage_name` start `workers` sandbox workers in all (default: `workers`)."""
+        self._stage_workers[stage_name] = max(1, workers)
 
     def submit(self, stage: Stage, payload: dict) -> Future:
-        """Start one job: an own-worker stage in a driver thread of its lane (the lane with the fewest jobs in
-        flight; the payload learns `lane` and `lanes`), any other in the process pool."""
+        """Start one job: an own-worker stage in its lanes (the first free lane takes it; the payload learns
+        `lane` and `lanes`), any other in the process pool."""
         if stage.own_workers or self.workers == 1:
-            lanes = self._lanes.setdefault(stage.name, [])
-            if not lanes:
-                lanes += [_Lane(stage.name, i) for i in range(self.lanes(stage))]
-            lane = min(lanes, key=lambda candidate: candidate.in_flight)
-            return lane.submit(stage.fn, {**payload, "lane": lane.index, "lanes": len(lanes)})
+            if stage.name not in self._lanes:
+                self._lanes[stage.name] = _Lanes(stage.name, self.lanes(stage))
+            return self._lanes[stage.name].submit(stage.fn, payload)
         return self._get_pool().submit(stage.fn, payload)
 
     def lanes(self, stage: Stage) -> int:
-        """Parallel lanes of an own-worker stage: workers // lane_workers for a laned stage, else one."""
+        """Parallel lanes of an own-worker stage: its workers // lane_workers for a laned stage, else one."""
         if not stage.own_workers or not stage.lane_workers:
             return 1
-        return max(1, self.workers // stage.lane_workers)
+        return max(1, self._workers_of(stage) // stage.lane_workers)
 
     def job_workers(self, stage: Stage) -> int:
-        """Sandbox workers one job of an own-worker stage may start: its lane's share of them."""
-        return max(1, self.workers // self.lanes(stage))
+        """Sandbox workers one job of an own-worker stage may start: its lane's share of the stage's workers."""
+        return max(1, self._workers_of(stage) // self.lanes(stage))
+
+    def _workers_of(self, stage: Stage) -> int:
+        return self._stage_workers.get(stage.name, self.workers)
 
     def _get_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
@@ -124,8 +135,7 @@ class LocalExecutor:
 
     def close(self) -> None:
         for lanes in self._lanes.values():
-            for lane in lanes:
-                lane.shutdown()
+            lanes.shutdown()
         self._lanes.clear()
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)

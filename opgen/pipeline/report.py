@@ -11,7 +11,8 @@ import pyarrow.parquet as pq
 from filters.base import Funnel
 from filters.dedup.decontam import CONTAMINATION_THRESHOLD
 from filters.dedup.near import DEDUP_STAGE
-from filters.validate import VALIDATION_STAGES
+from filters.execute import STAGE_NAMES
+from filters.validate import SANDBOX_STAGE, VALIDATION_STAGES
 from filters.window import RuntimeWindow
 from opgen.jsonl import write_jsonl
 from opgen.pipeline.config import BuildResult
@@ -102,8 +103,27 @@ def steady_rate(first_task: tuple[float, int] | None, tasks: int, elapsed_s: flo
     return 60 * (tasks - first_task[1]) / (elapsed_s - first_task[0])
 
 
-def throughput(build, tasks: int, candidates: int, invocation_s: float) -> dict:
-    """Wall time (every invocation), per-stage busy seconds (this invocation), GPU busy share, rates."""
+def execute_workers(build) -> int:
+    """Sandbox workers of the execute stage: every lane's on the local executor, `--workers` on Ray."""
+    from opgen.pipeline.executors import LocalExecutor
+    from opgen.pipeline.stages import EXECUTE
+
+    executor = build.executor
+    if isinstance(executor, LocalExecutor):
+        return executor.lanes(EXECUTE) * executor.job_workers(EXECUTE)
+    return executor.workers
+
+
+def execute_worker_share(funnel: Funnel, workers: int, wall_s: float) -> float | None:
+    """The execute workers' time on candidates (checks and the sandbox's own share, every invocation) over their
+    time in the build: what lane tails, start-up and waiting for shards leave is the rest."""
+    seconds = sum(funnel.stages[name].seconds for name in (SANDBOX_STAGE, *STAGE_NAMES) if name in funnel.stages)
+    return round(seconds / (workers * wall_s), 4) if wall_s else None
+
+
+def throughput(build, tasks: int, candidates: int, invocation_s: float, funnel: Funnel | None = None) -> dict:
+    """Wall time (every invocation), per-stage busy seconds (this invocation), GPU busy share, rates, and the
+    execute workers' busy share."""
     wall = build.rundir.wall_seconds() or invocation_s
     gpu_s = sum((build.rundir.done(build.rundir.shard_dir(shard), "timing") or {}).get("gpu_s", 0.0)
                 for state in build.rounds for shard in state.shards)
@@ -116,7 +136,9 @@ def throughput(build, tasks: int, candidates: int, invocation_s: float) -> dict:
             "gpu_timed_s": round(gpu_s, 2), "gpus": gpus,
             "gpu_busy_share": round(gpu_s / (wall * gpus), 4) if build.config.timing_device == "cuda" and wall else None,
             "candidates_per_min": round(60 * candidates / wall, 2) if wall else None,
-            "tasks_per_min": round(60 * tasks / wall, 2) if wall else None, **steady}
+            "tasks_per_min": round(60 * tasks / wall, 2) if wall else None, **steady,
+            "execute_workers": execute_workers(build),
+            "execute_worker_share": execute_worker_share(funnel, execute_workers(build), wall) if funnel else None}
 
 
 def write_outputs(build, chosen: list[dict], surplus: list[dict], survivors: list[dict],
@@ -145,7 +167,7 @@ def write_outputs(build, chosen: list[dict], surplus: list[dict], survivors: lis
         "skipped_shards": sum(1 for state in build.rounds for shard in state.shards
                               if any((rundir.done(rundir.shard_dir(shard), stage) or {}).get("skipped")
                                      for stage in ("execute", "timing"))),
-        "throughput": throughput(build, len(chosen), sum(drawn.values()), invocation_s),
+        "throughput": throughput(build, len(chosen), sum(drawn.values()), invocation_s, funnel),
     }
     if build.timed:
         from opgen.timing.driver import timing_summary

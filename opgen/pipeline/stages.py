@@ -76,7 +76,8 @@ def _time_shard(payload: dict) -> dict:
 
     started = time.perf_counter()
     timed = time_records(payload["records"], TimingOptions(**payload["options"]), timeout_s=payload["timeout_s"],
-                         progress=False, reuse_pools=True, workers_per_gpu=payload.get("workers_per_gpu"))
+                         progress=False, reuse_pools=True, workers_per_gpu=payload.get("workers_per_gpu"),
+                         lane=payload.get("lane", 0))
     window = (RuntimeWindow(*payload["window_ms"]),)
     funnel = Funnel()
     verdicts = [judge(record, window, funnel).line(record) for record in timed]
@@ -86,5 +87,7 @@ def _time_shard(payload: dict) -> dict:
 
 
 SAMPLE = Stage("sample+static", sample_and_screen, num_cpus=1)
-EXECUTE = Stage("execute", execute_shard, num_cpus=1, own_workers=True, lane_workers=2)
-TIMING = Stage("timing", time_shard, num_cpus=1, num_gpus=1, own_workers=True)
+# One sandbox worker per lane: a lane's shard then never idles a worker while its slowest candidate finishes, and
+# the free lanes take the next shards (the timing stage's lanes are as many as its workers per GPU).
+EXECUTE = Stage("execute", execute_shard, num_cpus=1, own_workers=True, lane_workers=1)
+TIMING = Stage("timing", time_shard, num_cpus=1, num_gpus=1, own_workers=True, lane_workers=1)

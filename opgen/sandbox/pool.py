@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,11 +38,14 @@ MEMORY_LIMIT = "memory limit exceeded"  # how a result killed for passing the po
 
 @dataclass
 class SandboxResult:
-    """The outcome of one payload: `ok` (value is the function's dict), `error` (it raised), `crash`, `timeout`."""
+    """The outcome of one payload: `ok` (value is the function's dict), `error` (it raised), `crash`, `timeout`;
+    `seconds` from sending the payload to its answer (the worker's time on it, its clean-up after the last
+    payload and the pipes included)."""
 
     status: str
     value: dict | None
     detail: str
+    seconds: float = 0.0
 
 
 def is_out_of_memory(message: str | None) -> bool:
@@ -80,10 +84,11 @@ class _Worker:
         self.index: int | None = None  # payload index in flight
         self.deadline = time.monotonic() + STARTUP_TIMEOUT_S
         self.started = False
+        self.sent_at = 0.0
 
     def send(self, index: int, fn_path: str, payload: dict, startup_s: float) -> None:
         self.log.truncate(0)
-        self.index, self.started = index, False
+        self.index, self.started, self.sent_at = index, False, time.monotonic()
         self.deadline = time.monotonic() + startup_s  # importing the function's module is not the task's time
         self.proc.stdin.write((json.dumps({"fn": fn_path, "payload": payload}) + "\n").encode())
         self.proc.stdin.flush()
@@ -278,7 +283,8 @@ class SandboxPool:
                 worker.deadline = time.monotonic() + self.timeout_s
             elif worker.index is not None:
                 index, worker.index = worker.index, None
-                results[index] = SandboxResult(status, message.get("value"), message.get("detail", ""))
+                results[index] = SandboxResult(status, message.get("value"), message.get("detail", ""),
+                                               time.monotonic() - worker.sent_at)
                 self._after_task(worker)
                 return index
         now = time.monotonic()
@@ -315,30 +321,37 @@ class SandboxPool:
             if not worker.ready:  # a worker that cannot even start would loop forever: fail loudly
                 raise RuntimeError(f"sandbox worker failed to start ({detail}): {tail}")
             return None
-        results[index] = SandboxResult(status, None, detail + (f"\n{tail}" if tail else ""))
+        results[index] = SandboxResult(status, None, detail + (f"\n{tail}" if tail else ""),
+                                       time.monotonic() - worker.sent_at)
         return index
 
 
 class KeptPools:
     """Sandbox pools kept for the life of this process, by key, so consecutive calls (the build's shards)
-    skip worker start-up: importing torch, a CUDA context and the first compile's set-up."""
+    skip worker start-up: importing torch, a CUDA context and the first compile's set-up. Safe to share
+    between threads (a stage's lanes), each of which uses pools of its own keys."""
 
     def __init__(self) -> None:
         self._pools: dict[tuple, SandboxPool] = {}
+        self._lock = threading.Lock()
         atexit.register(self.close_except, set())
 
     def get(self, key: tuple, make: Callable[[], SandboxPool]) -> SandboxPool:
-        if key not in self._pools:
-            self._pools[key] = make().__enter__()
-        return self._pools[key]
+        with self._lock:
+            if key not in self._pools:
+                self._pools[key] = make().__enter__()
+            return self._pools[key]
 
-    def close_except(self, keys: set[tuple]) -> None:
-        """Stop the kept pools whose key is not in `keys`."""
-        for key in [k for k in self._pools if k not in keys]:
-            self._pools.pop(key).close()
+    def close_except(self, keys: set[tuple], only: Callable[[tuple], bool] = lambda key: True) -> None:
+        """Stop the kept pools whose key is not in `keys` (of those whose key passes `only`)."""
+        with self._lock:
+            stale = [self._pools.pop(k) for k in list(self._pools) if k not in keys and only(k)]
+        for pool in stale:
+            pool.close()
 
     def __len__(self) -> int:
         return len(self._pools)
 
     def values(self) -> list[SandboxPool]:
-        return list(self._pools.values())
+        with self._lock:
+            return list(self._pools.values())
