@@ -25,7 +25,7 @@ def _verdict(result: SandboxResult) -> Verdict:
 
     The sandbox stage's seconds are the worker's time on the task outside the checks (start-up of a fresh
     worker, loading the payload, the clean-up after the worker's previous task, the pipes): with the checks'
-    seconds they add up to the task's time in its worker.
+    seconds they add up to the task's time in its worker (`worker_s`; `worker_cpu_s` is its CPU time).
 
     A task past the pool's resident-memory limit (judged alone, in a fresh worker) did not crash: it cannot run
     in the memory the build allows, as a task whose allocation raises (`exec_error`, flagged `memory_limit`)."""
@@ -40,9 +40,12 @@ def _verdict(result: SandboxResult) -> Verdict:
         checks = [(name, seconds) for name, seconds in value.get("stages", [])]
         overhead = max(0.0, result.seconds - sum(seconds for _, seconds in checks))
         keep = value["reason"] is None
-        return Verdict(keep, value["reason"], value["metrics"], None if keep else value.get("detail"),
-                       [(SANDBOX_STAGE, overhead), *checks])
-    verdict.stages = [(SANDBOX_STAGE, result.seconds)]
+        verdict = Verdict(keep, value["reason"], value["metrics"], None if keep else value.get("detail"),
+                          [(SANDBOX_STAGE, overhead), *checks])
+    if not verdict.stages:
+        verdict.stages = [(SANDBOX_STAGE, result.seconds)]
+    # the worker's wall and CPU seconds on the task: a profile of the stage, line by line
+    verdict.metrics.update(worker_s=round(result.seconds, 3), worker_cpu_s=round(result.cpu_s, 3))
     return verdict
 
 
@@ -50,10 +53,11 @@ _KEPT_POOLS = KeptPools()
 
 
 def shared_pool(workers: int, timeout_s: float, memory_mb: int | None,
-                slot_envs: list[dict[str, str]] | None = None, lane: int = 0) -> SandboxPool:
-    """The execute checks' pool of `lane`, kept for the life of this process (see `KeptPools`)."""
+                slot_envs: list[dict[str, str]] | None = None, lane: int = 0, threads: int | None = None) -> SandboxPool:
+    """The execute checks' pool of `lane`, kept for the life of this process (see `KeptPools`); its workers get
+    `threads` OpenMP threads when it starts."""
     return _KEPT_POOLS.get((workers, float(timeout_s), memory_mb, repr(slot_envs), lane),
-                           lambda: SandboxPool(workers, timeout_s, memory_mb, slot_envs=slot_envs))
+                           lambda: SandboxPool(workers, timeout_s, memory_mb, slot_envs=slot_envs, threads=threads))
 
 
 def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int = 2, timeout_s: float = 120,
@@ -76,10 +80,10 @@ def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int =
         offset = (lane * workers) % len(slot_envs)
         slot_envs = slot_envs[offset:] + slot_envs[:offset]
     if reuse_pool:
-        results = shared_pool(workers, timeout_s, memory_mb, slot_envs, lane).run_many(CHECK_FUNCTION, payloads,
-                                                                                  progress=progress)
+        results = shared_pool(workers, timeout_s, memory_mb, slot_envs, lane, threads).run_many(
+            CHECK_FUNCTION, payloads, progress=progress)
     else:
-        with SandboxPool(workers, timeout_s, memory_mb, slot_envs=slot_envs) as pool:
+        with SandboxPool(workers, timeout_s, memory_mb, slot_envs=slot_envs, threads=threads) as pool:
             results = pool.run_many(CHECK_FUNCTION, payloads, progress=progress)
     crowded = [i for i, result in enumerate(results)
                if over_memory_limit(result) or (workers * lanes > 1 and out_of_memory(result, "detail"))]

@@ -66,8 +66,11 @@ def test_streaming_times_every_survivor_and_reports_busy_time(streamed):
     assert rates["gpu_timed_s"] > 0 and rates["gpu_busy_share"] is None   # timed on the CPU: no GPU share
     assert rates["tasks_per_min"] == pytest.approx(60 * 5 / rates["wall_s"], rel=0.01)
     assert rates["candidates_per_min"] == pytest.approx(60 * stats["candidates"] / rates["wall_s"], rel=0.01)
-    # two execute workers (one per lane), busy with candidates for part of the build's wall time
+    # two execute workers, busy with candidates for part of the build's wall time
     assert rates["execute_workers"] == 2 and 0 < rates["execute_worker_share"] < 1
+    # the workers' CPU seconds over their wall seconds: the checks and timed runs here are CPU work
+    cores = os.cpu_count() or 1
+    assert 0.2 < rates["execute_cpu_share"] <= cores and 0.2 < rates["timing_cpu_share"] <= cores
     assert stats["timing"]["trials_histogram"] == {"10": 10}   # eager and compile of 5 tasks, 3 trials each
     # the sustained rate leaves out the time to the first published task
     assert 0 < rates["first_task_s"] < rates["invocation_s"]
@@ -83,12 +86,10 @@ def test_streaming_times_every_survivor_and_reports_busy_time(streamed):
 
 
 @pytest.mark.heavy
-def test_stage_by_stage_in_four_execute_lanes_gives_the_same_dataset(streamed, tmp_path):
+def test_stage_by_stage_in_two_execute_lanes_gives_the_same_dataset(streamed, tmp_path):
     done = build(tmp_path / "run", "stages", workers=4)
     assert done.returncode == 0, done.stderr[-3000:]
-    log = (tmp_path / "run" / "logs" / "build.log").read_text()
-    # timing on the CPU keeps one lane: timed runs on the host must not overlap
-    assert "stage by stage, 4 execute lane(s) of 1 worker(s), 1 timing lane(s) of 1 worker(s)" in log
+    assert "stage by stage, 2 execute lane(s) of 2 workers" in (tmp_path / "run" / "logs" / "build.log").read_text()
     assert rows(tmp_path / "run") == rows(streamed)
 
 

@@ -56,14 +56,6 @@ def test_a_free_lane_takes_the_next_job_while_another_lane_is_stuck():
         executor.close()
 
 
-def test_a_stage_given_its_own_workers_has_a_lane_for_each():
-    executor = LocalExecutor(12)
-    executor.give_workers("timing", 4)
-    timing, execute = (Stage(name, lane_of, own_workers=True, lane_workers=1) for name in ("timing", "execute"))
-    assert (executor.lanes(timing), executor.job_workers(timing)) == (4, 1)
-    assert (executor.lanes(execute), executor.job_workers(execute)) == (12, 1)
-
-
 def test_unlaned_own_worker_stage_runs_one_job_at_a_time_with_every_worker():
     executor = LocalExecutor(4)
     single = Stage("single", lane_of, own_workers=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -30,12 +31,21 @@ def test_results_in_input_order_across_workers():
     assert [r.value["echo"]["i"] for r in results] == list(range(12))
 
 
-def test_each_result_says_how_long_its_worker_had_it():
+def test_each_result_says_how_long_its_worker_had_it_and_how_much_cpu_it_used():
     with _pool(workers=1) as pool:
-        quick, slow, failed = pool.run_many(_fn("dispatch"), [{"fn": "echo"}, {"fn": "slow_echo"},
-                                                               {"fn": "python_loop"}])
-    assert 0 < quick.seconds < 0.5 <= slow.seconds < 3.0
-    assert failed.status == "timeout" and failed.seconds >= 3.0
+        quick, slow, busy, failed = pool.run_many(_fn("dispatch"), [{"fn": "echo"}, {"fn": "slow_echo"},
+                                                                     {"fn": "spin"}, {"fn": "python_loop"}])
+    assert 0 < quick.seconds < 0.5 <= slow.seconds < 3.0 and 0.5 <= busy.seconds < 3.0
+    assert slow.cpu_s < 0.2 < 0.4 < busy.cpu_s   # sleeping is not working
+    assert failed.status == "timeout" and failed.seconds >= 3.0 and failed.cpu_s == 0.0
+
+
+def test_workers_get_the_pools_share_of_threads(monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    for threads, expected in ((1, "1"), (None, str(max(1, (os.cpu_count() or 1) // 2)))):
+        with _pool(workers=2, threads=threads) as pool:
+            [result] = pool.run_many(_fn("echo"), [{"env_key": "OMP_NUM_THREADS"}])
+        assert result.value["env"] == expected
 
 
 def test_env_reaches_the_worker():

@@ -15,6 +15,14 @@ def slow_echo(payload: dict) -> dict:
     return echo(payload)
 
 
+def spin(payload: dict) -> dict:
+    """Keep a core busy for half a second."""
+    end = time.perf_counter() + 0.5
+    while time.perf_counter() < end:
+        pass
+    return {"spun": True}
+
+
 def raise_error(payload: dict) -> dict:
     raise ValueError("boom " + str(payload.get("n")))
 

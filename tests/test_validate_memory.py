@@ -37,10 +37,13 @@ def test_a_task_past_the_memory_limit_is_not_a_crash():
 
 def test_the_sandbox_stage_holds_the_workers_time_outside_the_checks():
     checked = SandboxResult("ok", {"reason": None, "metrics": {}, "stages": [["eager", 0.5], ["compile", 1.0]]}, "",
-                            2.25)
-    assert validate._verdict(checked).stages == [("sandbox", 0.75), ("eager", 0.5), ("compile", 1.0)]
+                            2.25, 1.5)
+    verdict = validate._verdict(checked)
+    assert verdict.stages == [("sandbox", 0.75), ("eager", 0.5), ("compile", 1.0)]
+    assert (verdict.metrics["worker_s"], verdict.metrics["worker_cpu_s"]) == (2.25, 1.5)
     hung = SandboxResult("timeout", None, "task exceeded 60 s", 61.0)
     assert validate._verdict(hung).stages == [("sandbox", 61.0)]
+    assert validate._verdict(hung).line({"id": "hung"})["worker_s"] == 61.0
 
 
 @pytest.mark.parametrize("workers", [2, 1])

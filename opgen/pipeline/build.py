@@ -63,8 +63,6 @@ class Build:
         self.wanted = rounds.quotas(config.n, config.mix)
         self.prior = rounds.load_prior(config.profile, config.device)
         self.timed = config.timing_device is not None
-        if isinstance(executor, LocalExecutor) and self.timed:
-            executor.give_workers(TIMING.name, self._timing_lanes())
         self.index = None
         self.rounds: list[RoundState] = []
         self.pending: dict[Future, tuple[str, int, int]] = {}   # future -> (stage, round, shard)
@@ -78,14 +76,6 @@ class Build:
         self.started = time.perf_counter()
         self.first_task: tuple[float, int] | None = None         # (s into this call, tasks) when tasks first showed
 
-    def _timing_lanes(self) -> int:
-        """Timing workers per GPU, each in a lane of its own (on the CPU one: timed runs must not overlap)."""
-        if self.config.timing_device != "cuda":
-            return 1
-        from opgen.sandbox.gpus import default_workers_per_gpu
-
-        return self.timing_workers or default_workers_per_gpu(gpu_count("cuda"))
-
     # the loop ------------------------------------------------------------------------------------------------
     def run(self) -> BuildResult:
         started = self.started = time.perf_counter()
@@ -93,13 +83,11 @@ class Build:
         resuming = self.rundir.claim(self.config.identity(self.index.content_hash))
         self.rundir.open_log()
         self.rundir.start_clock()
-        lanes = ""
-        if isinstance(self.executor, LocalExecutor):
-            lanes = ", ".join(f"{self.executor.lanes(stage)} {stage.name} lane(s) of {self.executor.job_workers(stage)}"
-                              f" worker(s)" for stage in ((EXECUTE, TIMING) if self.timed else (EXECUTE,)))
+        lanes = self.executor.lanes(EXECUTE) if isinstance(self.executor, LocalExecutor) else None
         log.info("%s build n=%d seed=%d in %s (executor %s, %s%s)", "resuming" if resuming else "starting",
                  self.config.n, self.config.seed, self.rundir.root, self.executor.name,
-                 "streaming" if self.stream else "stage by stage", f", {lanes}" if lanes else "")
+                 "streaming" if self.stream else "stage by stage",
+                 f", {lanes} execute lane(s) of {self.executor.job_workers(EXECUTE)} workers" if lanes else "")
         self.bar = tqdm(total=self.config.n, desc="tasks", unit="task", file=sys.stderr, disable=not self.progress,
                         dynamic_ncols=True, position=0)
         try:
@@ -321,13 +309,8 @@ class Build:
                 continue
             payload = {"records": records, "options": self.config.timing_options(),
                        "timeout_s": max(600.0, self.config.timeout_s), "window_ms": list(self.config.runtime_window_ms),
-                       "workers_per_gpu": self._timing_job_workers()}
+                       "workers_per_gpu": self.timing_workers}
             self.pending[self.executor.submit(TIMING, payload)] = (TIMING.name, state.index, shard)
-
-    def _timing_job_workers(self) -> int | None:
-        if isinstance(self.executor, LocalExecutor):
-            return self.executor.job_workers(TIMING)
-        return self.timing_workers
 
     def _on_execute(self, state: RoundState, shard: int, result: dict) -> None:
         folder = self.rundir.shard_dir(shard)

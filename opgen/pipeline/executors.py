@@ -98,11 +98,6 @@ class LocalExecutor:
         self.workers = max(1, workers)
         self._pool: ProcessPoolExecutor | None = None
         self._lanes: dict[str, _Lanes] = {}
-        self._stage_workers: dict[str, int] = {}
-
-    def give_workers(self, stage_name: str, workers: int) -> None:
-        """Let the own-worker stage `stage_name` start `workers` sandbox workers in all (default: `workers`)."""
-        self._stage_workers[stage_name] = max(1, workers)
 
     def submit(self, stage: Stage, payload: dict) -> Future:
         """Start one job: an own-worker stage in its lanes (the first free lane takes it; the payload learns
@@ -114,17 +109,14 @@ class LocalExecutor:
         return self._get_pool().submit(stage.fn, payload)
 
     def lanes(self, stage: Stage) -> int:
-        """Parallel lanes of an own-worker stage: its workers // lane_workers for a laned stage, else one."""
+        """Parallel lanes of an own-worker stage: workers // lane_workers for a laned stage, else one."""
         if not stage.own_workers or not stage.lane_workers:
             return 1
-        return max(1, self._workers_of(stage) // stage.lane_workers)
+        return max(1, self.workers // stage.lane_workers)
 
     def job_workers(self, stage: Stage) -> int:
-        """Sandbox workers one job of an own-worker stage may start: its lane's share of the stage's workers."""
-        return max(1, self._workers_of(stage) // self.lanes(stage))
-
-    def _workers_of(self, stage: Stage) -> int:
-        return self._stage_workers.get(stage.name, self.workers)
+        """Sandbox workers one job of an own-worker stage may start: its lane's share of them."""
+        return max(1, self.workers // self.lanes(stage))
 
     def _get_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:

@@ -121,9 +121,27 @@ def execute_worker_share(funnel: Funnel, workers: int, wall_s: float) -> float |
     return round(seconds / (workers * wall_s), 4) if wall_s else None
 
 
+def cpu_share(rows: list[dict], cpu_key: str, wall_key: str) -> float | None:
+    """CPU seconds over wall seconds of the sandbox workers' tasks in `rows` (verdict lines or timed records):
+    near 1, the tasks kept one core busy (above 1: several threads); well below, they waited (for the GPU,
+    its lock, or cores that other processes held)."""
+    rows = [row for row in rows if row.get(wall_key)]   # a task that failed early has no wall seconds
+    wall = sum(row[wall_key] for row in rows)
+    return round(sum(row.get(cpu_key) or 0.0 for row in rows) / wall, 4) if wall else None
+
+
+def worker_cpu_shares(build) -> dict:
+    """The execute and timing workers' CPU share over every finished shard (see `cpu_share`)."""
+    folders = [build.rundir.shard_dir(shard) for state in build.rounds for shard in state.shards]
+    executed = [row for folder in folders for row in build.rundir.rows(folder, "execute")]
+    timed = [row for folder in folders for row in build.rundir.rows(folder, "timed")]
+    return {"execute_cpu_share": cpu_share(executed, "worker_cpu_s", "worker_s"),
+            "timing_cpu_share": cpu_share(timed, "timing_cpu_s", "timing_wall_s") if build.timed else None}
+
+
 def throughput(build, tasks: int, candidates: int, invocation_s: float, funnel: Funnel | None = None) -> dict:
-    """Wall time (every invocation), per-stage busy seconds (this invocation), GPU busy share, rates, and the
-    execute workers' busy share."""
+    """Wall time (every invocation), per-stage busy seconds (this invocation), GPU busy share, rates, the
+    execute workers' busy share and the workers' CPU shares."""
     wall = build.rundir.wall_seconds() or invocation_s
     gpu_s = sum((build.rundir.done(build.rundir.shard_dir(shard), "timing") or {}).get("gpu_s", 0.0)
                 for state in build.rounds for shard in state.shards)
@@ -138,7 +156,8 @@ def throughput(build, tasks: int, candidates: int, invocation_s: float, funnel: 
             "candidates_per_min": round(60 * candidates / wall, 2) if wall else None,
             "tasks_per_min": round(60 * tasks / wall, 2) if wall else None, **steady,
             "execute_workers": execute_workers(build),
-            "execute_worker_share": execute_worker_share(funnel, execute_workers(build), wall) if funnel else None}
+            "execute_worker_share": execute_worker_share(funnel, execute_workers(build), wall) if funnel else None,
+            **worker_cpu_shares(build)}
 
 
 def write_outputs(build, chosen: list[dict], surplus: list[dict], survivors: list[dict],

@@ -76,8 +76,7 @@ def _time_shard(payload: dict) -> dict:
 
     started = time.perf_counter()
     timed = time_records(payload["records"], TimingOptions(**payload["options"]), timeout_s=payload["timeout_s"],
-                         progress=False, reuse_pools=True, workers_per_gpu=payload.get("workers_per_gpu"),
-                         lane=payload.get("lane", 0))
+                         progress=False, reuse_pools=True, workers_per_gpu=payload.get("workers_per_gpu"))
     window = (RuntimeWindow(*payload["window_ms"]),)
     funnel = Funnel()
     verdicts = [judge(record, window, funnel).line(record) for record in timed]
@@ -87,7 +86,7 @@ def _time_shard(payload: dict) -> dict:
 
 
 SAMPLE = Stage("sample+static", sample_and_screen, num_cpus=1)
-# One sandbox worker per lane: a lane's shard then never idles a worker while its slowest candidate finishes, and
-# the free lanes take the next shards (the timing stage's lanes are as many as its workers per GPU).
-EXECUTE = Stage("execute", execute_shard, num_cpus=1, own_workers=True, lane_workers=1)
-TIMING = Stage("timing", time_shard, num_cpus=1, num_gpus=1, own_workers=True, lane_workers=1)
+# Lanes of two workers: one worker per lane, with the timing stage in four lanes of one, was slower on the H200
+# (docs/benchmarks.md, session 6): every process busy, the host's cores oversubscribed.
+EXECUTE = Stage("execute", execute_shard, num_cpus=1, own_workers=True, lane_workers=2)
+TIMING = Stage("timing", time_shard, num_cpus=1, num_gpus=1, own_workers=True)

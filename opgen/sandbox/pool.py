@@ -40,12 +40,14 @@ MEMORY_LIMIT = "memory limit exceeded"  # how a result killed for passing the po
 class SandboxResult:
     """The outcome of one payload: `ok` (value is the function's dict), `error` (it raised), `crash`, `timeout`;
     `seconds` from sending the payload to its answer (the worker's time on it, its clean-up after the last
-    payload and the pipes included)."""
+    payload and the pipes included); `cpu_s` the CPU seconds the worker spent on the function (0 when the
+    worker did not answer)."""
 
     status: str
     value: dict | None
     detail: str
     seconds: float = 0.0
+    cpu_s: float = 0.0
 
 
 def is_out_of_memory(message: str | None) -> bool:
@@ -179,17 +181,21 @@ class SandboxPool:
     adds one more mapping per worker slot, round-robin (e.g. one GPU each, so validation spreads over every
     GPU of the machine); a replacement worker takes the slot of the one it replaces. All workers share
     one inductor cache folder (`TORCHINDUCTOR_CACHE_DIR` from `env` or the parent's environment, else
-    DEFAULT_CACHE_DIR) so compiles are reused across workers and runs.
+    DEFAULT_CACHE_DIR) so compiles are reused across workers and runs. Each worker gets `threads` OpenMP
+    threads (default: the machine's cores shared among this pool's workers; a caller running several pools
+    side by side shares them among all of their workers, or the pools' threads oversubscribe the cores).
     """
 
     def __init__(self, workers: int, timeout_s: float, memory_mb: int | None, env: dict[str, str] | None = None,
-                 *, max_tasks_per_worker: int | None = None, slot_envs: list[dict[str, str]] | None = None):
+                 *, max_tasks_per_worker: int | None = None, slot_envs: list[dict[str, str]] | None = None,
+                 threads: int | None = None):
         if workers < 1:
             raise ValueError("workers must be >= 1")
         self.workers = workers
         self.timeout_s = float(timeout_s)
         self.memory_mb = memory_mb
         self.max_tasks_per_worker = max_tasks_per_worker
+        self.threads = threads or max(1, (os.cpu_count() or 1) // workers)
         self.env = self._worker_env(env or {})
         self.slot_envs = [dict(extra) for extra in slot_envs or []]
         self._pool: list[_Worker] = []
@@ -197,8 +203,7 @@ class SandboxPool:
 
     def _worker_env(self, extra: dict[str, str]) -> dict[str, str]:
         env = dict(os.environ)
-        threads = str(max(1, (os.cpu_count() or 1) // self.workers))
-        env.setdefault("OMP_NUM_THREADS", threads)
+        env.setdefault("OMP_NUM_THREADS", str(self.threads))
         env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(DEFAULT_CACHE_DIR))
         env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"  # no compile subprocess pool per worker
         env["PYTHONUNBUFFERED"] = "1"
@@ -284,7 +289,7 @@ class SandboxPool:
             elif worker.index is not None:
                 index, worker.index = worker.index, None
                 results[index] = SandboxResult(status, message.get("value"), message.get("detail", ""),
-                                               time.monotonic() - worker.sent_at)
+                                               time.monotonic() - worker.sent_at, float(message.get("cpu_s", 0.0)))
                 self._after_task(worker)
                 return index
         now = time.monotonic()

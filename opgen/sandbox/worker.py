@@ -7,6 +7,7 @@ import gc
 import importlib
 import json
 import os
+import resource
 import sys
 import traceback
 from collections.abc import Callable
@@ -75,6 +76,12 @@ def release_torch() -> None:
         pass
 
 
+def cpu_seconds() -> float:
+    """CPU seconds (user and system) of this process and of its children that have ended."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def main() -> None:
     faulthandler.enable()  # a segfault leaves a Python traceback in the stderr log
     extra_path = json.loads(os.environ.get(SYS_PATH_ENV, "[]"))
@@ -89,11 +96,13 @@ def main() -> None:
             _answer(proto_out, {"status": "error", "detail": traceback.format_exc(limit=5)})
             continue
         _answer(proto_out, {"status": "started"})
+        cpu = cpu_seconds()  # every answer says how much CPU its task took: is a slow task working or waiting?
         try:
             value = function(request["payload"])
-            _answer(proto_out, {"status": "ok", "value": value})
+            _answer(proto_out, {"status": "ok", "value": value, "cpu_s": cpu_seconds() - cpu})
         except BaseException:  # noqa: BLE001 - SystemExit from task code is an error, not our exit
-            _answer(proto_out, {"status": "error", "detail": traceback.format_exc(limit=8)})
+            _answer(proto_out, {"status": "error", "detail": traceback.format_exc(limit=8),
+                                "cpu_s": cpu_seconds() - cpu})
         value = None
         release_torch()
 

@@ -30,18 +30,18 @@ FN_PATH = "opgen.timing.measure:measure_task"
 _SHARED_POOLS = KeptPools()
 
 
-def _pool(workers: int, timeout_s: float, memory_mb: int | None, env: dict[str, str], reuse: bool, lane: int = 0):
-    """A sandbox pool for one GPU: a fresh one, or (reuse) one kept for the life of this process, per lane."""
+def _pool(workers: int, timeout_s: float, memory_mb: int | None, env: dict[str, str], reuse: bool):
+    """A sandbox pool for one GPU: a fresh one, or (reuse) one kept for the life of this process."""
     def make() -> SandboxPool:
         return SandboxPool(workers=workers, timeout_s=timeout_s, memory_mb=memory_mb, env=env)
 
     if not reuse:
         return make()
-    return contextlib.nullcontext(_SHARED_POOLS.get(_pool_key(workers, timeout_s, memory_mb, env, lane), make))
+    return contextlib.nullcontext(_SHARED_POOLS.get(_pool_key(workers, timeout_s, memory_mb, env), make))
 
 
-def _pool_key(workers: int, timeout_s: float, memory_mb: int | None, env: dict[str, str], lane: int = 0) -> tuple:
-    return workers, float(timeout_s), memory_mb, tuple(sorted(env.items())), lane
+def _pool_key(workers: int, timeout_s: float, memory_mb: int | None, env: dict[str, str]) -> tuple:
+    return workers, float(timeout_s), memory_mb, tuple(sorted(env.items()))
 
 
 @dataclass(frozen=True)
@@ -76,13 +76,11 @@ class TimingOptions:
 
 def time_records(records: list[dict], options: TimingOptions | None = None, *, timeout_s: float = 600,
                  progress: bool = True, workers_per_gpu: int | None = None, cache_dir: str | None = None,
-                 memory_mb: int | None = None, reuse_pools: bool = False, lane: int = 0,
-                 **option_fields) -> list[dict]:
+                 memory_mb: int | None = None, reuse_pools: bool = False, **option_fields) -> list[dict]:
     """The records with the timing columns added, in input order; a task that fails keeps null timings
     and a `timing_error`. device "cpu" times on the host (one worker) so CI runs the same code.
     `options` (or its fields as keywords) say how to time; `reuse_pools` keeps each GPU's workers alive for
-    the next call in this process (the build's shards), one set per `lane` (the build's timing lanes, called
-    side by side from threads of this process)."""
+    the next call in this process (the build's shards)."""
     options = options or TimingOptions(**option_fields)
     device = options.device
     if not records:
@@ -103,8 +101,7 @@ def time_records(records: list[dict], options: TimingOptions | None = None, *, t
     gpu_envs = {gpu: {**env, "CUDA_VISIBLE_DEVICES": gpu} if device == "cuda" else env for gpu in shards}
     if reuse_pools:
         # a process given other GPUs (a reused Ray worker) stops the pools it kept for the old ones
-        _SHARED_POOLS.close_except({_pool_key(workers, timeout_s, memory_mb, e, lane) for e in gpu_envs.values()},
-                                   only=lambda key: key[-1] == lane)
+        _SHARED_POOLS.close_except({_pool_key(workers, timeout_s, memory_mb, e) for e in gpu_envs.values()})
     results: list[dict | None] = [None] * len(records)
     shard_errors: dict[str, str] = {}
 
@@ -119,7 +116,7 @@ def time_records(records: list[dict], options: TimingOptions | None = None, *, t
         shard_payloads = [{**payloads[i], "gpu_lock": gpu_lock_path(gpu) if device == "cuda" else None}
                           for i in indices]
         size = workers if reuse_pools else min(workers, len(indices))
-        with _pool(size, timeout_s, memory_mb, shard_env, reuse_pools, lane) as pool:
+        with _pool(size, timeout_s, memory_mb, shard_env, reuse_pools) as pool:
             outcomes = pool.run_many(FN_PATH, shard_payloads, progress=progress)
             # A crash can be another task's fault (a sticky CUDA error makes the next task's worker exit): retry once.
             crashed = [k for k, outcome in enumerate(outcomes) if outcome.status == "crash"]
@@ -144,7 +141,7 @@ def time_records(records: list[dict], options: TimingOptions | None = None, *, t
 
 def _timing_columns(outcome) -> dict:
     if outcome.status == "ok" and isinstance(outcome.value, dict):
-        return {**empty_result(), **outcome.value}
+        return {**empty_result(), **outcome.value, "timing_cpu_s": outcome.cpu_s}
     return _failed(outcome.status, outcome.detail)
 
 
