@@ -25,7 +25,8 @@ def _verdict(result: SandboxResult) -> Verdict:
 
     The sandbox stage's seconds are the worker's time on the task outside the checks (start-up of a fresh
     worker, loading the payload, the clean-up after the worker's previous task, the pipes): with the checks'
-    seconds they add up to the task's time in its worker (`worker_s`; `worker_cpu_s` is its CPU time).
+    seconds they add up to the task's time in its worker (`worker_s`; `worker_cpu_s` is its CPU time, and
+    `worker_lock_wait_s`, on CUDA, its wait for the GPU's lock).
 
     A task past the pool's resident-memory limit (judged alone, in a fresh worker) did not crash: it cannot run
     in the memory the build allows, as a task whose allocation raises (`exec_error`, flagged `memory_limit`)."""
@@ -42,6 +43,8 @@ def _verdict(result: SandboxResult) -> Verdict:
         keep = value["reason"] is None
         verdict = Verdict(keep, value["reason"], value["metrics"], None if keep else value.get("detail"),
                           [(SANDBOX_STAGE, overhead), *checks])
+        if value.get("lock_wait_s"):
+            verdict.metrics["worker_lock_wait_s"] = value["lock_wait_s"]
     if not verdict.stages:
         verdict.stages = [(SANDBOX_STAGE, result.seconds)]
     # the worker's wall and CPU seconds on the task: a profile of the stage, line by line

@@ -49,3 +49,38 @@ def test_on_cuda_the_checks_that_run_the_model_share_the_gpu_lock_and_the_rest_d
     assert {check.lock_path for check in wrapped.values()} == {gpu_lock_path("3")}
     assert [check.name for check in stages_for("cuda")] == [check.name for check in STAGES]
     assert stages_for("cpu") == STAGES
+
+
+def test_a_check_sharing_the_gpu_counts_its_wait_for_the_lock(tmp_path):
+    """While a timed run holds the lock, a check sharing it waits, and the task's run says for how long."""
+    import threading
+
+    from filters.base import Filter, Verdict
+    from filters.execute.task_run import TaskRun
+    from filters.execute.worker import SharingTheGpu
+    from opgen.sandbox.gpus import gpu_lock
+
+    class Quick(Filter):
+        name = "quick"
+
+        def filter(self, run):
+            return Verdict.ok()
+
+    lock = str(tmp_path / "gpu.lock")
+    holding, release = threading.Event(), threading.Event()
+
+    def timed_run() -> None:
+        with gpu_lock(lock):
+            holding.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=timed_run)
+    holder.start()
+    holding.wait(10)
+    threading.Timer(0.3, release.set).start()
+    run = TaskRun(code="", name="t")
+    assert SharingTheGpu(Quick(), lock).filter(run).keep
+    holder.join(10)
+    assert run.lock_wait_s >= 0.25
+    SharingTheGpu(Quick(), lock).filter(run)   # nobody holds it now: no more waiting
+    assert run.lock_wait_s < 1.0

@@ -38,6 +38,7 @@ class TaskRun:
     outputs: list[list[torch.Tensor]] = field(default_factory=list)  # eager outputs, one per draw
     work_ops: int = 0
     gpu_lock_path: str | None = None  # the GPU's lock (opgen.sandbox.gpus), shared by checks beside timed runs
+    lock_wait_s: float = 0.0          # seconds the checks waited for that lock
 
     @classmethod
     def from_payload(cls, payload: dict) -> TaskRun:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import torch
 
 from filters.base import Filter, Verdict, judge
@@ -30,7 +32,9 @@ class SharingTheGpu(Filter):
         self.reads, self.writes = check.reads, check.writes
 
     def filter(self, run: TaskRun) -> Verdict:
+        waiting = time.perf_counter()
         with gpu_lock(self.lock_path, shared=True):
+            run.lock_wait_s += time.perf_counter() - waiting
             return self.check.filter(run)
 
 
@@ -42,7 +46,8 @@ def stages_for(device: str) -> tuple[Filter, ...]:
 
 
 def check_task(payload: dict) -> dict:
-    """Run the execute checks on one task: {"reason", "detail", "metrics", "stages": [[name, seconds], ...]}."""
+    """Run the execute checks on one task: {"reason", "detail", "metrics", "stages": [[name, seconds], ...],
+    "lock_wait_s"} (the last: seconds the checks waited for the GPU's lock, included in their stage seconds)."""
     run = TaskRun.from_payload(payload)
     if run.device.startswith("cuda"):
         run.gpu_lock_path = current_gpu_lock_path()
@@ -52,4 +57,4 @@ def check_task(payload: dict) -> dict:
             torch.set_num_threads(int(threads))
         verdict = judge(run, stages_for(run.device))
     return {"reason": verdict.reason, "detail": verdict.detail, "metrics": verdict.metrics,
-            "stages": [list(stage) for stage in verdict.stages]}
+            "stages": [list(stage) for stage in verdict.stages], "lock_wait_s": round(run.lock_wait_s, 4)}

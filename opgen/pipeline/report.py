@@ -122,7 +122,8 @@ def execute_worker_share(funnel: Funnel, workers: int, wall_s: float) -> float |
 
 
 def cpu_share(rows: list[dict], cpu_key: str, wall_key: str) -> float | None:
-    """CPU seconds over wall seconds of the sandbox workers' tasks in `rows` (verdict lines or timed records):
+    """CPU (or other: `cpu_key`) seconds over wall seconds of the sandbox workers' tasks in `rows` (verdict
+    lines or timed records):
     near 1, the tasks kept one core busy (above 1: several threads); well below, they waited (for the GPU,
     its lock, or cores that other processes held)."""
     rows = [row for row in rows if row.get(wall_key)]   # a task that failed early has no wall seconds
@@ -130,12 +131,14 @@ def cpu_share(rows: list[dict], cpu_key: str, wall_key: str) -> float | None:
     return round(sum(row.get(cpu_key) or 0.0 for row in rows) / wall, 4) if wall else None
 
 
-def worker_cpu_shares(build) -> dict:
-    """The execute and timing workers' CPU share over every finished shard (see `cpu_share`)."""
+def worker_shares(build) -> dict:
+    """The execute and timing workers' CPU share over every finished shard (see `cpu_share`), and the share of
+    the execute workers' time spent waiting for the GPU's lock."""
     folders = [build.rundir.shard_dir(shard) for state in build.rounds for shard in state.shards]
     executed = [row for folder in folders for row in build.rundir.rows(folder, "execute")]
     timed = [row for folder in folders for row in build.rundir.rows(folder, "timed")]
     return {"execute_cpu_share": cpu_share(executed, "worker_cpu_s", "worker_s"),
+            "execute_lock_wait_share": cpu_share(executed, "worker_lock_wait_s", "worker_s"),
             "timing_cpu_share": cpu_share(timed, "timing_cpu_s", "timing_wall_s") if build.timed else None}
 
 
@@ -157,7 +160,7 @@ def throughput(build, tasks: int, candidates: int, invocation_s: float, funnel: 
             "tasks_per_min": round(60 * tasks / wall, 2) if wall else None, **steady,
             "execute_workers": execute_workers(build),
             "execute_worker_share": execute_worker_share(funnel, execute_workers(build), wall) if funnel else None,
-            **worker_cpu_shares(build)}
+            **worker_shares(build)}
 
 
 def write_outputs(build, chosen: list[dict], surplus: list[dict], survivors: list[dict],
