@@ -207,3 +207,14 @@ def test_agreement_script_reads_an_unfinished_run_folder_s_timed_survivors(strea
     assert all(r["eager_ms"] and r["code"] for r in survivors)
     rejected = {json.loads(line)["id"] for line in (streamed / "rejected.jsonl").read_text().splitlines()}
     assert not rejected & {r["id"] for r in survivors}
+
+
+def test_rejections_for_memory_are_counted_by_stage():
+    from opgen.pipeline.report import out_of_memory_by_stage
+
+    rejected = [{"stage": "execute", "reason": "exec_error", "detail": "OutOfMemoryError: CUDA out of memory. Tried"},
+                {"stage": "execute", "reason": "exec_error", "detail": "alone in a fresh worker, memory limit exceeded"},
+                {"stage": "timing", "reason": "exec_error", "detail": "eager: AcceleratorError: CUDA error: out of memory"},
+                {"stage": "execute", "reason": "exec_error", "detail": "RuntimeError: shape mismatch"},
+                {"stage": "dedup", "reason": "duplicate", "detail": None}]
+    assert out_of_memory_by_stage(rejected) == {"execute": 2, "timing": 1}

@@ -39,13 +39,18 @@ def test_declared_fields_exist():
 
 def test_on_cuda_the_checks_that_run_the_model_share_the_gpu_lock_and_the_rest_do_not(monkeypatch):
     """Beside timed runs: eager, determinism, degenerate and runtime hold the shared lock; the output scans
-    (finite, trivial) and the compile check (which locks only inductor's autotuning itself) do not."""
-    from filters.execute.worker import SharingTheGpu, stages_for
+    (finite, trivial) and the compile check (which locks only inductor's autotuning itself) do not. Every
+    check returns its cached GPU memory when it ends."""
+    from filters.execute.worker import ReturningCachedMemory, SharingTheGpu, stages_for
     from opgen.sandbox.gpus import gpu_lock_path
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
     wrapped = {check.name: check for check in stages_for("cuda") if isinstance(check, SharingTheGpu)}
     assert set(wrapped) == {"eager", "determinism", "degenerate", "runtime"}
+    # every check gives back the GPU memory it freed, inside the lock where it holds one
+    for check in stages_for("cuda"):
+        inner = check.check if isinstance(check, SharingTheGpu) else check
+        assert isinstance(inner, ReturningCachedMemory) and inner.check in STAGES
     assert {check.lock_path for check in wrapped.values()} == {gpu_lock_path("3")}
     assert [check.name for check in stages_for("cuda")] == [check.name for check in STAGES]
     assert stages_for("cpu") == STAGES

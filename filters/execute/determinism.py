@@ -28,6 +28,7 @@ class DeterminismCheck(Filter):
         if not _same(run, first, again):
             return Verdict.reject("nondeterministic", f"second call on the same inputs differs "
                                                       f"(max abs diff {max_abs_diff(first, again)})")
+        del again  # before a second model's weights and outputs join the first's on a shared GPU
         twin = build_model(run.namespace, run.device, run.seed)
         twin_outputs = run_forward(twin, inputs)
         if not _same(run, first, twin_outputs):

@@ -17,7 +17,31 @@ from opgen.sandbox.torch_state import isolated_torch_state
 UNLOCKED_CHECKS = frozenset({"finite", "trivial", "compile"})
 
 
-class SharingTheGpu(Filter):
+class _Wrapped(Filter):
+    """A check run inside something: same name, reasons and fields as the check it wraps."""
+
+    def __init__(self, check: Filter):
+        self.check = check
+        self.name, self.error_reason = check.name, check.error_reason
+        self.reads, self.writes = check.reads, check.writes
+
+
+class ReturningCachedMemory(_Wrapped):
+    """A check that gives the GPU memory it freed back to the device when it ends.
+
+    PyTorch's caching allocator keeps freed blocks for this process, where other processes cannot use them:
+    a dozen workers sharing one GPU each kept several GB of a check's temporaries (the determinism check's
+    second model and outputs), and their neighbours' tasks ran out of memory (docs/benchmarks.md, session 6).
+    """
+
+    def filter(self, run: TaskRun) -> Verdict:
+        try:
+            return self.check.filter(run)
+        finally:
+            torch.cuda.empty_cache()
+
+
+class SharingTheGpu(_Wrapped):
     """A check that holds its GPU's lock in shared mode while it runs, so it never overlaps a timed trial.
 
     Only checks that run the model take it. The compile check takes it itself (`run.gpu_lock_path`) for
@@ -27,9 +51,8 @@ class SharingTheGpu(Filter):
     """
 
     def __init__(self, check: Filter, lock_path: str):
-        self.check, self.lock_path = check, lock_path
-        self.name, self.error_reason = check.name, check.error_reason
-        self.reads, self.writes = check.reads, check.writes
+        super().__init__(check)
+        self.lock_path = lock_path
 
     def filter(self, run: TaskRun) -> Verdict:
         waiting = time.perf_counter()
@@ -42,7 +65,8 @@ def stages_for(device: str) -> tuple[Filter, ...]:
     if not device.startswith("cuda"):
         return STAGES
     lock = current_gpu_lock_path()
-    return tuple(check if check.name in UNLOCKED_CHECKS else SharingTheGpu(check, lock) for check in STAGES)
+    freeing = [ReturningCachedMemory(check) for check in STAGES]
+    return tuple(check if check.name in UNLOCKED_CHECKS else SharingTheGpu(check, lock) for check in freeing)
 
 
 def check_task(payload: dict) -> dict:

@@ -102,6 +102,10 @@ class Build:
         if len(chosen) < self.config.n:
             log.warning("only %d of %d tasks after %d rounds", len(chosen), self.config.n, len(self.rounds))
         result = write_outputs(self, chosen, surplus, survivors, time.perf_counter() - started)
+        if result.stats["out_of_memory"]:
+            log.warning("%d candidates were rejected for running out of GPU memory (by stage: %s); beside fewer "
+                        "--workers some of them would fit", sum(result.stats["out_of_memory"].values()),
+                        json.dumps(result.stats["out_of_memory"]))
         log.info("done: %d tasks; %s", result.tasks, json.dumps(result.stats["throughput"]))
         self.rundir.close_log()
         return result

@@ -18,6 +18,7 @@ from opgen.jsonl import write_jsonl
 from opgen.pipeline.config import BuildResult
 from opgen.pipeline.rundir import RunDir, write_json
 from opgen.records import COLUMNS, dataset_table
+from opgen.sandbox.pool import is_out_of_memory
 
 SHARD_STAGES = ("static", "execute", "timing")   # per-shard stage files, in pipeline order
 
@@ -163,6 +164,12 @@ def throughput(build, tasks: int, candidates: int, invocation_s: float, funnel: 
             **worker_shares(build)}
 
 
+def out_of_memory_by_stage(rejected: list[dict]) -> dict[str, int]:
+    """Rejections for memory (CUDA out of memory, or the pool's resident limit), by build stage: on a GPU that
+    many workers share, a neighbour's memory can be the cause rather than the task's own need."""
+    return dict(sorted(Counter(r["stage"] for r in rejected if is_out_of_memory(r.get("detail"))).items()))
+
+
 def write_outputs(build, chosen: list[dict], surplus: list[dict], survivors: list[dict],
                   invocation_s: float) -> BuildResult:
     """tasks.parquet, rejected.jsonl and stats.json of a finished build."""
@@ -183,6 +190,7 @@ def write_outputs(build, chosen: list[dict], surplus: list[dict], survivors: lis
                           "survivors": sum(1 for r in survivors if r["data_source"] == s)}
                       for s, q in build.wanted.items()},
         "rejected": dict(sorted(Counter(r["reason"] for r in rejected).items())),
+        "out_of_memory": out_of_memory_by_stage(rejected),
         "funnel": funnel.to_dict(), "seconds": round(invocation_s, 3),
         "contamination_threshold": CONTAMINATION_THRESHOLD,
         # shards not executed or not timed because their source's quota was already met by earlier shards
