@@ -38,15 +38,15 @@ def test_declared_fields_exist():
 
 
 def test_on_cuda_the_checks_that_run_the_model_share_the_gpu_lock_and_the_rest_do_not(monkeypatch):
-    """Beside timed runs: eager, determinism, degenerate and runtime hold the shared lock; the output scans
-    (finite, trivial) and the compile check (which locks only inductor's autotuning itself) do not. Every
-    check returns its cached GPU memory when it ends."""
+    """Beside timed runs: degenerate and runtime hold the shared lock throughout; eager and determinism take it
+    themselves around their GPU work; the output scans (finite, trivial) and the compile check (which locks only
+    inductor's autotuning itself) do not. Every check returns its cached GPU memory when it ends."""
     from filters.execute.worker import ReturningCachedMemory, SharingTheGpu, stages_for
     from opgen.sandbox.gpus import gpu_lock_path
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
     wrapped = {check.name: check for check in stages_for("cuda") if isinstance(check, SharingTheGpu)}
-    assert set(wrapped) == {"eager", "determinism", "degenerate", "runtime"}
+    assert set(wrapped) == {"degenerate", "runtime"}   # eager and determinism lock around their GPU work
     # every check gives back the GPU memory it freed, inside the lock where it holds one
     for check in stages_for("cuda"):
         inner = check.check if isinstance(check, SharingTheGpu) else check
@@ -89,3 +89,34 @@ def test_a_check_sharing_the_gpu_counts_its_wait_for_the_lock(tmp_path):
     assert run.lock_wait_s >= 0.25
     SharingTheGpu(Quick(), lock).filter(run)   # nobody holds it now: no more waiting
     assert run.lock_wait_s < 1.0
+
+
+LOCK_AWARE_TASK = """
+import torch
+from opgen.sandbox import gpus
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        assert not gpus._held(), "weights built while holding the GPU lock"
+        self.linear = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        assert gpus._held(), "forward ran without the GPU lock"
+        return self.linear(x)
+
+def get_inputs():
+    return [torch.randn(4, 8)]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_eager_and_determinism_build_models_outside_the_lock_and_run_them_inside(tmp_path):
+    from filters.execute.determinism import DeterminismCheck
+    from filters.execute.eager import EagerCheck
+
+    run = TaskRun(code=LOCK_AWARE_TASK, name="lock-aware", gpu_lock_path=str(tmp_path / "gpu.lock"))
+    assert EagerCheck().filter(run).keep, "eager"
+    assert DeterminismCheck().filter(run).keep, "determinism"

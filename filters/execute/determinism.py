@@ -24,13 +24,15 @@ class DeterminismCheck(Filter):
 
     def filter(self, run: TaskRun) -> Verdict:
         inputs, first = run.inputs[0], run.outputs[0]
-        again = run_forward(run.model, inputs)
+        with run.sharing_gpu():
+            again = run_forward(run.model, inputs)
         if not _same(run, first, again):
             return Verdict.reject("nondeterministic", f"second call on the same inputs differs "
                                                       f"(max abs diff {max_abs_diff(first, again)})")
         del again  # before a second model's weights and outputs join the first's on a shared GPU
-        twin = build_model(run.namespace, run.device, run.seed)
-        twin_outputs = run_forward(twin, inputs)
+        twin = build_model(run.namespace, "cpu", run.seed)  # host work, outside the GPU lock
+        with run.sharing_gpu():
+            twin_outputs = run_forward(twin.to(run.device), inputs)
         if not _same(run, first, twin_outputs):
             return Verdict.reject("nondeterministic", f"a second model built with the same seed differs "
                                                       f"(max abs diff {max_abs_diff(first, twin_outputs)})")

@@ -38,16 +38,19 @@ class EagerCheck(Filter):
 
     def filter(self, run: TaskRun) -> Verdict:
         run.namespace = load_namespace(run.code, run.name)
-        run.model = build_model(run.namespace, run.device, run.seed)
-        module = stochastic_submodule(run.model)
+        model = build_model(run.namespace, "cpu", run.seed)  # the same weights; built on the host, unlocked
+        module = stochastic_submodule(model)
         if module:
             return Verdict.reject("stochastic_op", f"stochastic module {module}")
-        inputs = draw_inputs(run.namespace, run.device, run.draw_seed(0))
         census = OpCensus()
-        rng_before = rng_states(run.device)
-        with census:
-            outputs = run_forward(run.model, inputs)
-        if not all(torch.equal(a, b) for a, b in zip(rng_before, rng_states(run.device))):
+        with run.sharing_gpu():
+            run.model = model.to(run.device)
+            inputs = draw_inputs(run.namespace, run.device, run.draw_seed(0))
+            rng_before = rng_states(run.device)
+            with census:
+                outputs = run_forward(run.model, inputs)
+            random_draws = not all(torch.equal(a, b) for a, b in zip(rng_before, rng_states(run.device)))
+        if random_draws:
             ops = ", ".join(sorted(set(census.random_ops))) or "unknown op"
             return Verdict.reject("stochastic_op", f"forward drew random numbers ({ops})")
         run.inputs, run.outputs, run.work_ops = [inputs], [outputs], census.work_ops

@@ -7,11 +7,15 @@ order to this): `eager` loads the task and fills `namespace`, `model`, `inputs[0
 
 from __future__ import annotations
 
+import contextlib
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import torch
 
 from filters.window import DEFAULT_WINDOW_MS, Window
+from opgen.sandbox.gpus import gpu_lock
 from opgen.sandbox.task import input_seed, synchronize
 
 # The consuming environment checks candidates at atol = rtol = 1e-2.
@@ -58,3 +62,15 @@ class TaskRun:
 
     def synchronize(self) -> None:
         synchronize(self.device)
+
+    @contextlib.contextmanager
+    def sharing_gpu(self, lock_path: str | None = None) -> Iterator[None]:
+        """Hold the GPU's lock (`lock_path`, else the run's) in shared mode, counting the wait in `lock_wait_s`.
+
+        Checks hold it around their GPU work only: building a model's weights is host work, and a shared
+        holder busy on the host keeps a waiting timed run, and everyone queued behind it, waiting."""
+        path = lock_path or self.gpu_lock_path
+        waiting = time.perf_counter()
+        with gpu_lock(path, shared=True):
+            self.lock_wait_s += time.perf_counter() - waiting
+            yield

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import time
-
 import torch
 
 from filters.base import Filter, Verdict, judge
 from filters.execute import STAGES
 from filters.execute.task_run import TaskRun
-from opgen.sandbox.gpus import current_gpu_lock_path, gpu_lock
+from opgen.sandbox.gpus import current_gpu_lock_path
 from opgen.sandbox.torch_state import isolated_torch_state
 
-# Checks whose GPU work is one elementwise pass over the outputs (microseconds): waiting for the lock would cost
-# them more than their overlap could cost a timed trial. The compile check takes the lock itself (see below).
-UNLOCKED_CHECKS = frozenset({"finite", "trivial", "compile"})
+# Checks that take the lock themselves, around their GPU work only (eager and determinism build models on the
+# host first; compile, see below), or need none: the output scans' GPU work is one elementwise pass over the
+# outputs (microseconds), and waiting for the lock would cost them more than their overlap could cost a timed trial.
+UNLOCKED_CHECKS = frozenset({"eager", "determinism", "finite", "trivial", "compile"})
 
 
 class _Wrapped(Filter):
@@ -44,7 +43,8 @@ class ReturningCachedMemory(_Wrapped):
 class SharingTheGpu(_Wrapped):
     """A check that holds its GPU's lock in shared mode while it runs, so it never overlaps a timed trial.
 
-    Only checks that run the model take it. The compile check takes it itself (`run.gpu_lock_path`) for
+    Checks that run the model take it (eager and determinism take it themselves, after building a model on
+    the host). The compile check takes it itself (`run.gpu_lock_path`) for
     inductor's autotuning benchmarks alone, which keep the GPU busy for tens of milliseconds a kernel config:
     its compile spends seconds on the CPU, and holding the lock through that would keep the timing stage
     waiting; its few forward calls are as short as the other checks' and go unlocked.
@@ -55,9 +55,7 @@ class SharingTheGpu(_Wrapped):
         self.lock_path = lock_path
 
     def filter(self, run: TaskRun) -> Verdict:
-        waiting = time.perf_counter()
-        with gpu_lock(self.lock_path, shared=True):
-            run.lock_wait_s += time.perf_counter() - waiting
+        with run.sharing_gpu(self.lock_path):
             return self.check.filter(run)
 
 

@@ -72,8 +72,9 @@ def measure_task(payload: dict) -> dict:
             bytes_moved = counted["bytes_moved"] if bytes_moved is None else bytes_moved
             result.update({k: v for k, v in counted.items() if payload.get(k) is None})
         seed = int(payload.get("seed", 0))
+        model = build_model(namespace, "cpu", seed)  # the weights are host work: built outside the GPU lock
         with gpu_lock(lock, shared=True), torch.no_grad():
-            model = build_model(namespace, device, seed)
+            model = model.to(device)
             inputs = draw_inputs(namespace, device, input_seed(seed, 0))
             result["dtype"] = _main_dtype(model, inputs)
             model(*inputs)  # a task that cannot run eagerly is not worth a compile
