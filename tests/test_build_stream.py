@@ -218,3 +218,25 @@ def test_rejections_for_memory_are_counted_by_stage():
                 {"stage": "execute", "reason": "exec_error", "detail": "RuntimeError: shape mismatch"},
                 {"stage": "dedup", "reason": "duplicate", "detail": None}]
     assert out_of_memory_by_stage(rejected) == {"execute": 2, "timing": 1}
+
+
+@pytest.mark.heavy
+def test_run_profile_reads_where_the_workers_time_went(streamed, tmp_path, capsys):
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        import run_profile
+    finally:
+        sys.path.pop(0)
+    out = tmp_path / "profile.json"
+    assert run_profile.main([str(streamed), "--compare", str(streamed), "--json", str(out)]) == 0
+    figures = json.loads(out.read_text())
+    execute, timing = figures["execute"], figures["timing"]
+    stats = json.loads((streamed / "stats.json").read_text())
+    assert execute["candidates"] == stats["funnel"]["stages"]["sandbox"]["seen"]
+    assert set(execute["check_s_per_candidate_seen"]) >= {"sandbox", "eager", "compile"}
+    assert execute["cpu_share"] == stats["throughput"]["execute_cpu_share"] and execute["worker_s_mean"] > 0
+    assert timing["tasks"] == stats["funnel"]["stages"]["runtime_window"]["seen"] and timing["timing_cpu_s_mean"] > 0
+    # a run compared with itself: the same tasks, every ratio 1
+    assert figures["compare"]["tasks"] == timing["tasks"]
+    assert {figure["median_ratio"] for key, figure in figures["compare"].items() if key != "tasks"} == {1.0}
+    assert run_profile.main([str(tmp_path)]) == 2 and "not an opgen run folder" in capsys.readouterr().err

@@ -1,0 +1,129 @@
+"""Where a build's worker time went, from its run folder (finished or not): the figures of docs/benchmarks.md's
+device sections, read the same way every time.
+
+    python scripts/run_profile.py RUN_DIR [--compare OTHER_RUN_DIR] [--json OUT.json]
+
+Execute stage (finished shards): candidates executed, each check's seconds per candidate it saw (from the
+shards' `execute.done` funnels; the `sandbox` stage is the worker's time outside the checks), the workers' CPU and
+lock-wait shares (`worker_cpu_s`, `worker_lock_wait_s` over `worker_s`), and rejections for GPU memory by
+stage. Timing stage: means of a task's wall, lock wait, exclusive window, the rest, and its CPU seconds; free
+GPU memory at the window; how many tasks' event times exceed the profiler's device time by 1.1x and 1.5x.
+`--compare` prints, for the tasks both run folders timed, each timing figure's mean in both and the median ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from opgen.pipeline.rundir import RunDir  # noqa: E402
+from opgen.sandbox.pool import is_out_of_memory  # noqa: E402
+
+TIMING_FIGURES = ("timing_wall_s", "lock_wait_s", "timed_s", "rest_s", "timing_cpu_s", "compile_s")
+
+
+def shard_folders(run: RunDir) -> list[Path]:
+    return sorted(path for path in (run.root / "shards").glob("*") if path.is_dir())
+
+
+def execute_profile(run: RunDir) -> dict:
+    """Per-candidate check seconds, CPU and lock-wait shares, memory rejections of the finished execute shards."""
+    seconds: Counter = Counter()
+    seen: Counter = Counter()
+    lines: list[dict] = []
+    for folder in shard_folders(run):
+        marker = run.done(folder, "execute")
+        if marker is None:
+            continue
+        for name, stage in marker["funnel"].get("stages", {}).items():
+            seconds[name] += stage["seconds"]
+            seen[name] += stage["seen"]
+        lines += run.rows(folder, "execute")
+    executed = [line for line in lines if "worker_s" in line] or lines
+    wall = sum(line.get("worker_s") or 0.0 for line in executed)
+
+    def share(key: str) -> float | None:
+        return round(sum(line.get(key) or 0.0 for line in executed) / wall, 4) if wall else None
+
+    memory = Counter(line.get("stage") for line in lines if not line["keep"] and is_out_of_memory(line.get("detail")))
+    return {"candidates": len(lines),
+            "check_s_per_candidate_seen": {name: round(total / seen[name], 3) for name, total in seconds.items()
+                                           if seen[name]},
+            "worker_s_mean": round(wall / len(executed), 3) if wall else None,
+            "cpu_share": share("worker_cpu_s"), "lock_wait_share": share("worker_lock_wait_s"),
+            "out_of_memory": dict(memory)}
+
+
+def timed_records(run: RunDir) -> dict[str, dict]:
+    """The timed records of the finished timing shards, by id, with `rest_s` (wall less lock wait and window)."""
+    records = {}
+    for folder in shard_folders(run):
+        if run.done(folder, "timing") is None:
+            continue
+        for record in run.rows(folder, "timed"):
+            parts = [record.get(key) for key in ("timing_wall_s", "lock_wait_s", "timed_s")]
+            rest = parts[0] - parts[1] - parts[2] if all(part is not None for part in parts) else None
+            records[record["id"]] = {**record, "rest_s": rest}
+    return records
+
+
+def _mean(values: list) -> float | None:
+    present = [value for value in values if value is not None]
+    return round(statistics.mean(present), 3) if present else None
+
+
+def timing_profile(records: dict[str, dict]) -> dict:
+    """Means of the timing figures, free GPU memory, and events against profiler device time."""
+    rows = list(records.values())
+    free = [r["gpu_free_gb"] for r in rows if r.get("gpu_free_gb") is not None]
+    ratios = [r["eager_ms"] / (r["eager_device_us"] / 1e3) for r in rows if r.get("eager_ms") and r.get("eager_device_us")]
+    memory = sum(1 for r in rows if is_out_of_memory(r.get("timing_error")))
+    return {"tasks": len(rows), **{f"{key}_mean": _mean([r.get(key) for r in rows]) for key in TIMING_FIGURES},
+            "gpu_free_gb_median": round(statistics.median(free), 2) if free else None,
+            "gpu_free_gb_min": round(min(free), 2) if free else None,
+            "events_over_device_1.1x": sum(1 for ratio in ratios if ratio > 1.1),
+            "events_over_device_1.5x": sum(1 for ratio in ratios if ratio > 1.5), "out_of_memory": memory}
+
+
+def compare(mine: dict[str, dict], other: dict[str, dict]) -> dict:
+    """For the tasks both runs timed: each figure's mean in both, and the median ratio this run / the other."""
+    common = sorted(set(mine) & set(other))
+    result: dict = {"tasks": len(common)}
+    for key in (*TIMING_FIGURES, "eager_ms", "compile_ms"):
+        pairs = [(mine[i][key], other[i][key]) for i in common if mine[i].get(key) and other[i].get(key)]
+        if pairs:
+            result[key] = {"this": _mean([a for a, _ in pairs]), "other": _mean([b for _, b in pairs]),
+                           "median_ratio": round(statistics.median(a / b for a, b in pairs), 3)}
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("--compare", type=Path, help="another run folder: the same tasks' timing side by side")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args(argv)
+    for folder in (args.run_dir, args.compare):
+        if folder is not None and not (folder / "config.json").is_file():
+            print(f"error: {folder} is not an opgen run folder (no config.json)", file=sys.stderr)
+            return 2
+    run = RunDir(args.run_dir)
+    records = timed_records(run)
+    figures = {"execute": execute_profile(run), "timing": timing_profile(records)}
+    if args.compare is not None:
+        figures["compare"] = compare(records, timed_records(RunDir(args.compare)))
+    text = json.dumps(figures, indent=1)
+    print(text)
+    if args.json is not None:
+        args.json.write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
