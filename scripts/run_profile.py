@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from opgen.pipeline.report import seconds_share  # noqa: E402
 from opgen.pipeline.rundir import RunDir  # noqa: E402
 from opgen.sandbox.pool import is_out_of_memory  # noqa: E402
 
@@ -45,18 +46,15 @@ def execute_profile(run: RunDir) -> dict:
             seconds[name] += stage["seconds"]
             seen[name] += stage["seen"]
         lines += run.rows(folder, "execute")
-    executed = [line for line in lines if "worker_s" in line] or lines
-    wall = sum(line.get("worker_s") or 0.0 for line in executed)
-
-    def share(key: str) -> float | None:
-        return round(sum(line.get(key) or 0.0 for line in executed) / wall, 4) if wall else None
-
+    wall = sum(line.get("worker_s") or 0.0 for line in lines)
+    timed = sum(1 for line in lines if line.get("worker_s"))
     memory = Counter(line.get("stage") for line in lines if not line["keep"] and is_out_of_memory(line.get("detail")))
     return {"candidates": len(lines),
             "check_s_per_candidate_seen": {name: round(total / seen[name], 3) for name, total in seconds.items()
                                            if seen[name]},
-            "worker_s_mean": round(wall / len(executed), 3) if wall else None,
-            "cpu_share": share("worker_cpu_s"), "lock_wait_share": share("worker_lock_wait_s"),
+            "worker_s_mean": round(wall / timed, 3) if timed else None,
+            "cpu_share": seconds_share(lines, "worker_cpu_s", "worker_s"),
+            "lock_wait_share": seconds_share(lines, "worker_lock_wait_s", "worker_s"),
             "out_of_memory": dict(memory)}
 
 

@@ -122,25 +122,24 @@ def execute_worker_share(funnel: Funnel, workers: int, wall_s: float) -> float |
     return round(seconds / (workers * wall_s), 4) if wall_s else None
 
 
-def cpu_share(rows: list[dict], cpu_key: str, wall_key: str) -> float | None:
-    """CPU (or other: `cpu_key`) seconds over wall seconds of the sandbox workers' tasks in `rows` (verdict
-    lines or timed records):
-    near 1, the tasks kept one core busy (above 1: several threads); well below, they waited (for the GPU,
-    its lock, or cores that other processes held)."""
+def seconds_share(rows: list[dict], part_key: str, wall_key: str) -> float | None:
+    """Seconds of `part_key` over wall seconds of the sandbox workers' tasks in `rows` (verdict lines or timed
+    records). For CPU seconds: near 1, the tasks kept one core busy (above 1: several threads); well below,
+    they waited (for the GPU, its lock, or cores that other processes held)."""
     rows = [row for row in rows if row.get(wall_key)]   # a task that failed early has no wall seconds
     wall = sum(row[wall_key] for row in rows)
-    return round(sum(row.get(cpu_key) or 0.0 for row in rows) / wall, 4) if wall else None
+    return round(sum(row.get(part_key) or 0.0 for row in rows) / wall, 4) if wall else None
 
 
 def worker_shares(build) -> dict:
-    """The execute and timing workers' CPU share over every finished shard (see `cpu_share`), and the share of
+    """The execute and timing workers' CPU share over every finished shard (see `seconds_share`), and the share of
     the execute workers' time spent waiting for the GPU's lock."""
     folders = [build.rundir.shard_dir(shard) for state in build.rounds for shard in state.shards]
     executed = [row for folder in folders for row in build.rundir.rows(folder, "execute")]
     timed = [row for folder in folders for row in build.rundir.rows(folder, "timed")]
-    return {"execute_cpu_share": cpu_share(executed, "worker_cpu_s", "worker_s"),
-            "execute_lock_wait_share": cpu_share(executed, "worker_lock_wait_s", "worker_s"),
-            "timing_cpu_share": cpu_share(timed, "timing_cpu_s", "timing_wall_s") if build.timed else None}
+    return {"execute_cpu_share": seconds_share(executed, "worker_cpu_s", "worker_s"),
+            "execute_lock_wait_share": seconds_share(executed, "worker_lock_wait_s", "worker_s"),
+            "timing_cpu_share": seconds_share(timed, "timing_cpu_s", "timing_wall_s") if build.timed else None}
 
 
 def throughput(build, tasks: int, candidates: int, invocation_s: float, funnel: Funnel | None = None) -> dict:
@@ -151,6 +150,7 @@ def throughput(build, tasks: int, candidates: int, invocation_s: float, funnel: 
                 for state in build.rounds for shard in state.shards)
     gpus = gpu_count(build.config.timing_device)
     rate = steady_rate(build.first_task, tasks, invocation_s)
+    workers = execute_workers(build)
     steady = {"first_task_s": round(build.first_task[0], 2) if build.first_task else None,
               "steady_tasks_per_min": round(rate, 2) if rate is not None else None}
     return {"wall_s": round(wall, 2), "invocation_s": round(invocation_s, 2),
@@ -159,8 +159,8 @@ def throughput(build, tasks: int, candidates: int, invocation_s: float, funnel: 
             "gpu_busy_share": round(gpu_s / (wall * gpus), 4) if build.config.timing_device == "cuda" and wall else None,
             "candidates_per_min": round(60 * candidates / wall, 2) if wall else None,
             "tasks_per_min": round(60 * tasks / wall, 2) if wall else None, **steady,
-            "execute_workers": execute_workers(build),
-            "execute_worker_share": execute_worker_share(funnel, execute_workers(build), wall) if funnel else None,
+            "execute_workers": workers,
+            "execute_worker_share": execute_worker_share(funnel, workers, wall) if funnel else None,
             **worker_shares(build)}
 
 

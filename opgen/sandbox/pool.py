@@ -347,10 +347,10 @@ class KeptPools:
                 self._pools[key] = make().__enter__()
             return self._pools[key]
 
-    def close_except(self, keys: set[tuple], only: Callable[[tuple], bool] = lambda key: True) -> None:
-        """Stop the kept pools whose key is not in `keys` (of those whose key passes `only`)."""
+    def close_except(self, keys: set[tuple]) -> None:
+        """Stop the kept pools whose key is not in `keys`."""
         with self._lock:
-            stale = [self._pools.pop(k) for k in list(self._pools) if k not in keys and only(k)]
+            stale = [self._pools.pop(k) for k in list(self._pools) if k not in keys]
         for pool in stale:
             pool.close()
 
