@@ -26,7 +26,8 @@ from opgen.pipeline.report import seconds_share  # noqa: E402
 from opgen.pipeline.rundir import RunDir  # noqa: E402
 from opgen.sandbox.pool import is_out_of_memory  # noqa: E402
 
-TIMING_FIGURES = ("timing_wall_s", "lock_wait_s", "timed_s", "rest_s", "timing_cpu_s", "compile_s")
+TIMING_FIGURES = ("timing_wall_s", "setup_s", "warmup_s", "lock_wait_s", "timed_s", "rest_s", "timing_cpu_s",
+                  "compile_s")
 
 
 def shard_folders(run: RunDir) -> list[Path]:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+import torch
+
 from filters.execute import STAGES
 from filters.execute.task_run import TaskRun
 
@@ -37,58 +40,112 @@ def test_declared_fields_exist():
     assert len({check.name for check in STAGES}) == len(STAGES)
 
 
-def test_on_cuda_the_checks_that_run_the_model_share_the_gpu_lock_and_the_rest_do_not(monkeypatch):
-    """Beside timed runs: degenerate and runtime hold the shared lock throughout; eager and determinism take it
-    themselves around their GPU work; the output scans (finite, trivial) and the compile check (which locks only
-    inductor's autotuning itself) do not. Every check returns its cached GPU memory when it ends."""
-    from filters.execute.worker import ReturningCachedMemory, SharingTheGpu, stages_for
-    from opgen.sandbox.gpus import gpu_lock_path
+def test_on_cuda_every_check_returns_its_cached_memory(monkeypatch):
+    """Every check gives back the GPU memory it freed when it ends; on the CPU the checks run as they are."""
+    from filters.execute.worker import ReturningCachedMemory, stages_for
 
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
-    wrapped = {check.name: check for check in stages_for("cuda") if isinstance(check, SharingTheGpu)}
-    assert set(wrapped) == {"degenerate", "runtime"}   # eager and determinism lock around their GPU work
-    # every check gives back the GPU memory it freed, inside the lock where it holds one
-    for check in stages_for("cuda"):
-        inner = check.check if isinstance(check, SharingTheGpu) else check
-        assert isinstance(inner, ReturningCachedMemory) and inner.check in STAGES
-    assert {check.lock_path for check in wrapped.values()} == {gpu_lock_path("3")}
-    assert [check.name for check in stages_for("cuda")] == [check.name for check in STAGES]
+    wrapped = stages_for("cuda")
+    assert all(isinstance(check, ReturningCachedMemory) for check in wrapped)
+    assert [check.check for check in wrapped] == list(STAGES)
+    assert [(c.name, c.reads, c.writes) for c in wrapped] == [(c.name, c.reads, c.writes) for c in STAGES]
     assert stages_for("cpu") == STAGES
 
 
-def test_a_check_sharing_the_gpu_counts_its_wait_for_the_lock(tmp_path):
-    """While a timed run holds the lock, a check sharing it waits, and the task's run says for how long."""
+def _hold_exclusively(lock: str, seconds: float, started) -> tuple:
+    """A timed run in a thread: once `started` is set, wait for the lock exclusively and hold it `seconds`;
+    returns the thread and a dict that gets `asked`, `held` and `released` (perf_counter times)."""
     import threading
+    import time
 
-    from filters.base import Filter, Verdict
-    from filters.execute.task_run import TaskRun
-    from filters.execute.worker import SharingTheGpu
     from opgen.sandbox.gpus import gpu_lock
 
-    class Quick(Filter):
-        name = "quick"
-
-        def filter(self, run):
-            return Verdict.ok()
-
-    lock = str(tmp_path / "gpu.lock")
-    holding, release = threading.Event(), threading.Event()
+    times: dict = {}
 
     def timed_run() -> None:
+        started.wait(10)
+        times["asked"] = time.perf_counter()
         with gpu_lock(lock):
-            holding.set()
-            release.wait(10)
+            times["held"] = time.perf_counter()
+            time.sleep(seconds)
+            times["released"] = time.perf_counter()
 
-    holder = threading.Thread(target=timed_run)
-    holder.start()
-    holding.wait(10)
-    threading.Timer(0.3, release.set).start()
-    run = TaskRun(code="", name="t")
-    assert SharingTheGpu(Quick(), lock).filter(run).keep
+    thread = threading.Thread(target=timed_run)
+    thread.start()
+    return thread, times
+
+
+def test_a_forward_pass_counts_its_wait_for_the_lock(tmp_path):
+    """While a timed run holds the lock, a check's forward pass waits, and the task's run says for how long."""
+    import threading
+
+    lock = str(tmp_path / "gpu.lock")
+    go = threading.Event()
+    go.set()
+    holder, times = _hold_exclusively(lock, 0.4, go)
+    while "held" not in times:
+        holder.join(0.01)
+    run = TaskRun(code="", name="t", gpu_lock_path=lock)
+    assert run.forward(lambda x: x + 1, [torch.ones(2)])[0].tolist() == [2.0, 2.0]
     holder.join(10)
-    assert run.lock_wait_s >= 0.25
-    SharingTheGpu(Quick(), lock).filter(run)   # nobody holds it now: no more waiting
-    assert run.lock_wait_s < 1.0
+    assert run.lock_wait_s >= 0.2
+    waited = run.lock_wait_s
+    run.forward(lambda x: x, [torch.ones(2)])   # nobody holds it now: no more waiting
+    assert run.lock_wait_s - waited < 0.2
+
+
+SLOW_TASK = """
+import time
+import torch
+
+PASSES = []
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        started = time.perf_counter()
+        time.sleep(0.12)
+        PASSES.append((started, time.perf_counter()))
+        return x * 2
+
+def get_inputs():
+    return [torch.randn(4, 8)]
+
+def get_init_inputs():
+    return []
+"""
+
+
+@pytest.mark.parametrize("check_name", ["runtime", "degenerate"])
+def test_a_timed_run_waits_for_one_forward_pass_of_a_check_not_for_the_whole_check(tmp_path, check_name):
+    """The runtime check runs the model six times and the degenerate check three: a timed run asking for the
+    GPU meanwhile gets it after the pass under way (0.12 s), and no pass runs while it holds the GPU."""
+    import threading
+
+    from filters.execute.degenerate import DegenerateCheck
+    from filters.execute.eager import EagerCheck
+    from filters.execute.runtime import RuntimeCheck
+
+    lock = str(tmp_path / "gpu.lock")
+    run = TaskRun(code=SLOW_TASK, name="slow", gpu_lock_path=lock, timing_runs=5)
+    assert EagerCheck().filter(run).keep
+    passes = run.namespace["PASSES"]
+    passes.clear()
+    first_pass = threading.Event()
+    threading.Thread(target=lambda: (_wait_for(lambda: passes, 10), first_pass.set())).start()
+    holder, times = _hold_exclusively(lock, 0.3, first_pass)
+    check = {"runtime": RuntimeCheck(), "degenerate": DegenerateCheck()}[check_name]
+    check.filter(run)
+    holder.join(10)
+    assert len(passes) == (6 if check_name == "runtime" else 3)
+    assert times["held"] - times["asked"] < 0.2, "the timed run waited for more than the pass under way"
+    assert not [p for p in passes if p[0] < times["released"] and p[1] > times["held"]], "a pass ran beside it"
+
+
+def _wait_for(condition, seconds: float) -> None:
+    import time
+
+    deadline = time.perf_counter() + seconds
+    while not condition() and time.perf_counter() < deadline:
+        time.sleep(0.005)
 
 
 LOCK_AWARE_TASK = """
@@ -113,10 +170,12 @@ def get_init_inputs():
 """
 
 
-def test_eager_and_determinism_build_models_outside_the_lock_and_run_them_inside(tmp_path):
+def test_the_checks_build_models_outside_the_lock_and_run_them_inside(tmp_path):
+    from filters.execute.degenerate import DegenerateCheck
     from filters.execute.determinism import DeterminismCheck
     from filters.execute.eager import EagerCheck
+    from filters.execute.runtime import RuntimeCheck
 
     run = TaskRun(code=LOCK_AWARE_TASK, name="lock-aware", gpu_lock_path=str(tmp_path / "gpu.lock"))
-    assert EagerCheck().filter(run).keep, "eager"
-    assert DeterminismCheck().filter(run).keep, "determinism"
+    for check in (EagerCheck(), DeterminismCheck(), DegenerateCheck(), RuntimeCheck()):
+        assert check.filter(run).keep, check.name

@@ -12,7 +12,7 @@ from filters.base import Filter, Verdict
 from filters.execute.finite import non_finite_detail
 from filters.execute.task_run import CHECK_ATOL, CHECK_RTOL, TaskRun
 from filters.execute.tensors import all_close, as_float64, bit_equal, max_abs_diff
-from opgen.sandbox.task import draw_inputs, run_forward
+from opgen.sandbox.task import draw_inputs
 
 
 def constant_detail(outputs: list[torch.Tensor]) -> str | None:
@@ -36,8 +36,9 @@ class DegenerateCheck(Filter):
         if detail:
             return Verdict.reject("degenerate_output", detail)
         for draw in range(1, run.draws + 1):
-            inputs = draw_inputs(run.namespace, run.device, run.draw_seed(draw))
-            outputs = run_forward(run.model, inputs)
+            with run.sharing_gpu():  # one hold per draw: drawing its inputs and one forward pass
+                inputs = draw_inputs(run.namespace, run.device, run.draw_seed(draw))
+                outputs = run.forward(run.model, inputs)
             bad = non_finite_detail(outputs)
             if bad:
                 return Verdict.reject("non_finite", f"draw {draw}: {bad}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from filters.base import Filter, Verdict
 from filters.execute.task_run import CUDA_REPEAT_ATOL, CUDA_REPEAT_RTOL, TaskRun
 from filters.execute.tensors import all_close, bit_equal, max_abs_diff
-from opgen.sandbox.task import build_model, run_forward
+from opgen.sandbox.task import build_model
 
 
 def _same(run: TaskRun, a, b) -> bool:
@@ -24,15 +24,14 @@ class DeterminismCheck(Filter):
 
     def filter(self, run: TaskRun) -> Verdict:
         inputs, first = run.inputs[0], run.outputs[0]
-        with run.sharing_gpu():
-            again = run_forward(run.model, inputs)
+        again = run.forward(run.model, inputs)
         if not _same(run, first, again):
             return Verdict.reject("nondeterministic", f"second call on the same inputs differs "
                                                       f"(max abs diff {max_abs_diff(first, again)})")
         del again  # before a second model's weights and outputs join the first's on a shared GPU
         twin = build_model(run.namespace, "cpu", run.seed)  # host work, outside the GPU lock
-        with run.sharing_gpu():
-            twin_outputs = run_forward(twin.to(run.device), inputs)
+        with run.sharing_gpu():  # the move to the GPU and the forward pass in one hold
+            twin_outputs = run.forward(twin.to(run.device), inputs)
         if not _same(run, first, twin_outputs):
             return Verdict.reject("nondeterministic", f"a second model built with the same seed differs "
                                                       f"(max abs diff {max_abs_diff(first, twin_outputs)})")

@@ -49,6 +49,7 @@ class EagerCheck(Filter):
             rng_before = rng_states(run.device)
             with census:
                 outputs = run_forward(run.model, inputs)
+            run.synchronize()
             random_draws = not all(torch.equal(a, b) for a, b in zip(rng_before, rng_states(run.device)))
         if random_draws:
             ops = ", ".join(sorted(set(census.random_ops))) or "unknown op"

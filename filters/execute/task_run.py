@@ -16,7 +16,7 @@ import torch
 
 from filters.window import DEFAULT_WINDOW_MS, Window
 from opgen.sandbox.gpus import gpu_lock
-from opgen.sandbox.task import input_seed, synchronize
+from opgen.sandbox.task import input_seed, run_forward, synchronize
 
 # The consuming environment checks candidates at atol = rtol = 1e-2.
 CHECK_ATOL = CHECK_RTOL = 1e-2
@@ -67,10 +67,21 @@ class TaskRun:
     def sharing_gpu(self, lock_path: str | None = None) -> Iterator[None]:
         """Hold the GPU's lock (`lock_path`, else the run's) in shared mode, counting the wait in `lock_wait_s`.
 
-        Checks hold it around their GPU work only: building a model's weights is host work, and a shared
-        holder busy on the host keeps a waiting timed run, and everyone queued behind it, waiting."""
+        Checks hold it around their GPU work only, one forward pass at a time: building a model's weights is
+        host work, and a shared holder busy on the host keeps a waiting timed run, and everyone queued behind
+        it, waiting. Wait for the GPU work before leaving (`synchronize`), or it runs on unlocked."""
         path = lock_path or self.gpu_lock_path
         waiting = time.perf_counter()
         with gpu_lock(path, shared=True):
             self.lock_wait_s += time.perf_counter() - waiting
             yield
+
+    def forward(self, model, inputs: list) -> list[torch.Tensor]:
+        """One forward pass, waited for, holding the GPU's lock in shared mode.
+
+        A hold per forward pass, not per check: a timed run that wants the GPU waits for the forward passes
+        under way, not for every check's remaining ones (a check runs the model up to six times)."""
+        with self.sharing_gpu():
+            outputs = run_forward(model, inputs)
+            self.synchronize()  # the lock covers the kernels, not only their launch
+        return outputs

@@ -79,6 +79,7 @@ def measure_task(payload: dict) -> dict:
             result["dtype"] = _main_dtype(model, inputs)
             model(*inputs)  # a task that cannot run eagerly is not worth a compile
             synchronize(torch)
+        result["setup_s"] = time.perf_counter() - started
     except Exception as error:  # the task itself is broken: nothing to time
         result.update(timing_status="error", timing_error=f"eager: {describe(error)}")
         return result
@@ -90,12 +91,16 @@ def measure_task(payload: dict) -> dict:
             with inductor_benchmarks_locked(lock):  # autotuning beside another worker's timed trials: shared
                 compiled, result["compile_s"], compile_error = _compile(torch, model, inputs)
         timed_plan = plan
-        if lock:  # untimed warm-ups beside other GPU work; only the last few hold the GPU alone
-            with gpu_lock(lock, shared=True), torch.no_grad():
+        warming = time.perf_counter()
+        if lock:  # untimed warm-ups beside other GPU work, a call per hold; only the last few hold the GPU alone
+            with torch.no_grad():
                 for fn in (model, compiled):
                     if fn is not None:
-                        warm_up(torch, fn, inputs, max(0, plan.warmups - SETTLE_WARMUPS))
+                        for _ in range(max(0, plan.warmups - SETTLE_WARMUPS)):
+                            with gpu_lock(lock, shared=True):
+                                warm_up(torch, fn, inputs, 1)
             timed_plan = replace(plan, warmups=min(plan.warmups, SETTLE_WARMUPS))
+        result["warmup_s"] = time.perf_counter() - warming
         waiting = time.perf_counter()
         with gpu_lock(lock), torch.no_grad():
             locked = time.perf_counter()
