@@ -1,20 +1,41 @@
-"""Compare two build run folders: the dataset rows (id, code, ops, data_source) and every verdict (keep, reason).
+"""Compare two build run folders: their datasets, and every candidate's fate, so that each difference is explained.
 
     python scripts/compare_builds.py RUN_A RUN_B
 
-Measured times may differ; anything else that differs is printed, and the exit status is 1. Run folders
-written before verdict lines carried `sample_index` are joined by position, as those builds joined them.
+Prints the dataset rows both publish (id, code, ops, data_source), then each task only one of them publishes
+with its fate in the other (not drawn there, rejected at a stage and why, surplus beyond its source's quota,
+or in a shard skipped once that quota was met), then the verdicts that differ for candidates both runs
+judged. Candidates are matched by id (a hash of their code), so two builds that drew their candidates in
+different orders (`--planning rounds` against `survival`) are compared candidate by candidate. Measured
+times may differ; the exit status is 1 when the rows or any verdict differ.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from opgen.sandbox.pool import is_out_of_memory  # noqa: E402
+
 ROW_COLUMNS = ("id", "code", "ops", "data_source")
+STAGES = ("static", "dedup", "execute", "timing")
+
+
+@dataclass
+class Candidate:
+    """One candidate of a run: where it was drawn, and each stage's (keep, reason)."""
+
+    id: str
+    source: str | None
+    sample_index: int
+    verdicts: dict[str, tuple[bool, str | None]] = field(default_factory=dict)
+    skipped: bool = False   # its shard was skipped: its source's quota was met by earlier shards
 
 
 def _rows(path: Path) -> list[dict]:
@@ -24,45 +45,106 @@ def _rows(path: Path) -> list[dict]:
 
 
 def _keyed(lines: list[dict], indices: list[int]) -> dict[int, dict]:
+    """Verdict lines by sample index (lines written before verdicts carried it are joined by position)."""
     if lines and "sample_index" not in lines[0]:
         return dict(zip(indices, lines))
     return {line["sample_index"]: line for line in lines}
 
 
-def verdicts(run: Path) -> dict[tuple[str, int], tuple[bool, str | None]]:
-    """(stage, sample index) -> (keep, reason), over every round and shard of the run."""
-    out: dict[tuple[str, int], tuple[bool, str | None]] = {}
+def _skipped(shard: Path) -> bool:
+    """Whether the build skipped the shard's execute or timing job (its markers say so)."""
+    markers = [shard / f"{stage}.done" for stage in ("execute", "timing")]
+    return any(json.loads(marker.read_text()).get("skipped") for marker in markers if marker.is_file())
+
+
+def candidates(run: Path) -> dict[str, Candidate]:
+    """Every candidate of the run by id (a code drawn twice keeps its first draw: the later one is a duplicate)."""
+    found: dict[str, Candidate] = {}
     for plan_path in sorted(run.glob("rounds/*/plan.json")):
         shards = [run / "shards" / f"{s['shard']:05d}" for s in json.loads(plan_path.read_text())["shards"]]
-        candidates = {shard: [c["sample_index"] for c in _rows(shard / "candidates.jsonl")] for shard in shards}
-        static = {shard: _keyed(_rows(shard / "static.jsonl"), candidates[shard]) for shard in shards}
-        static_kept = [i for shard in shards for i in candidates[shard] if static[shard][i]["keep"]]
+        drawn = {shard: _rows(shard / "candidates.jsonl") for shard in shards}
+        static = {shard: _keyed(_rows(shard / "static.jsonl"), [c["sample_index"] for c in drawn[shard]])
+                  for shard in shards}
+        static_kept = [c["sample_index"] for shard in shards for c in drawn[shard]
+                       if static[shard][c["sample_index"]]["keep"]]
         dedup = _keyed(_rows(plan_path.parent / "dedup.jsonl"), static_kept)
         for shard in shards:
-            executable = [i for i in candidates[shard] if static[shard][i]["keep"] and dedup[i]["keep"]]
+            executable = [c["sample_index"] for c in drawn[shard]
+                          if static[shard][c["sample_index"]]["keep"] and dedup[c["sample_index"]]["keep"]]
             execute = _keyed(_rows(shard / "execute.jsonl"), executable)
-            timing = _keyed(_rows(shard / "timing.jsonl"), [i for i in executable if execute[i]["keep"]])
-            for stage, lines in (("static", static[shard]), ("execute", execute), ("timing", timing)):
-                out.update({(stage, i): (line["keep"], line["reason"]) for i, line in lines.items()})
-        out.update({("dedup", i): (line["keep"], line["reason"]) for i, line in dedup.items()})
-    return out
+            timing = _keyed(_rows(shard / "timing.jsonl"), [i for i in executable if execute.get(i, {}).get("keep")])
+            skipped = _skipped(shard)
+            for record in drawn[shard]:
+                index = record["sample_index"]
+                candidate = Candidate(record["id"], record.get("data_source"), index, skipped=skipped)
+                for stage, lines in (("static", static[shard]), ("dedup", dedup), ("execute", execute),
+                                     ("timing", timing)):
+                    if index in lines:
+                        line = lines[index]
+                        reason = line["reason"]
+                        if reason and is_out_of_memory(line.get("detail")):
+                            reason += ": out of memory"
+                        candidate.verdicts[stage] = (line["keep"], reason)
+                if record["id"] not in found or index < found[record["id"]].sample_index:
+                    found[record["id"]] = candidate
+    return found
+
+
+def fate(candidate: Candidate | None, published: set[str]) -> str:
+    """What became of a candidate in a run, in words."""
+    if candidate is None:
+        return "not drawn"
+    if candidate.id in published:
+        return "published"
+    for stage in STAGES:
+        keep, reason = candidate.verdicts.get(stage, (None, None))
+        if keep is False:
+            return f"rejected at {stage} ({reason})"
+    if candidate.verdicts.get("timing", (False,))[0]:
+        return "surplus (its source's quota was already met by earlier candidates)"
+    if candidate.skipped:
+        return "in a skipped shard (its source's quota was met by earlier shards)"
+    return "not judged to the end"
+
+
+def compare(run_a: Path, run_b: Path) -> dict:
+    """The figures and differences main() prints."""
+    rows_a = pq.read_table(run_a / "tasks.parquet", columns=list(ROW_COLUMNS)).to_pylist()
+    rows_b = pq.read_table(run_b / "tasks.parquet", columns=list(ROW_COLUMNS)).to_pylist()
+    ids_a, ids_b = {r["id"] for r in rows_a}, {r["id"] for r in rows_b}
+    seen_a, seen_b = candidates(run_a), candidates(run_b)
+    only = {}
+    for name, mine, theirs, their_seen, their_ids in (("a", ids_a, ids_b, seen_b, ids_b),
+                                                        ("b", ids_b, ids_a, seen_a, ids_a)):
+        only[name] = {task: fate(their_seen.get(task), their_ids) for task in sorted(mine - theirs)}
+    differing = []
+    for task in sorted(set(seen_a) & set(seen_b)):
+        a, b = seen_a[task].verdicts, seen_b[task].verdicts
+        for stage in STAGES:
+            if stage in a and stage in b and a[stage] != b[stage]:
+                differing.append((task, stage, a[stage], b[stage]))
+    return {"rows_a": len(rows_a), "rows_b": len(rows_b), "same_rows": rows_a == rows_b,
+            "in_both": len(ids_a & ids_b), "only_a": only["a"], "only_b": only["b"], "differing": differing,
+            "drawn_a": len(seen_a), "drawn_b": len(seen_b), "drawn_both": len(set(seen_a) & set(seen_b))}
 
 
 def main(a: str, b: str) -> int:
-    run_a, run_b = Path(a), Path(b)
-    rows_a = pq.read_table(run_a / "tasks.parquet", columns=list(ROW_COLUMNS)).to_pylist()
-    rows_b = pq.read_table(run_b / "tasks.parquet", columns=list(ROW_COLUMNS)).to_pylist()
-    problems = []
-    if rows_a != rows_b:
-        problems.append(f"dataset rows differ: {len(rows_a)} vs {len(rows_b)} rows, "
-                        f"{sum(x != y for x, y in zip(rows_a, rows_b))} positions differ")
-    verdicts_a, verdicts_b = verdicts(run_a), verdicts(run_b)
-    for key in sorted(set(verdicts_a) | set(verdicts_b)):
-        if verdicts_a.get(key) != verdicts_b.get(key):
-            problems.append(f"verdict {key}: {verdicts_a.get(key)} vs {verdicts_b.get(key)}")
-    print(f"{len(rows_a)} rows, {len(verdicts_a)} verdicts compared")
-    print("\n".join(problems) if problems else "identical: ids, code, ops, data_source, verdicts and reasons")
-    return 1 if problems else 0
+    report = compare(Path(a), Path(b))
+    print(f"A {a}: {report['rows_a']} tasks from {report['drawn_a']} candidates; B {b}: {report['rows_b']} tasks "
+          f"from {report['drawn_b']} candidates; {report['drawn_both']} candidates drawn by both")
+    print(f"tasks published by both: {report['in_both']}"
+          + ("; the rows are identical (id, code, ops, data_source, in order)" if report["same_rows"] else ""))
+    for name, other in (("a", "B"), ("b", "A")):
+        tasks = report[f"only_{name}"]
+        if tasks:
+            print(f"only in {name.upper()}: {len(tasks)}; in {other}: "
+                  + ", ".join(f"{why} {count}" for why, count in Counter(tasks.values()).most_common()))
+            for task, why in tasks.items():
+                print(f"  {task}: in {other} {why}")
+    print(f"verdicts that differ among candidates both judged: {len(report['differing'])}")
+    for task, stage, verdict_a, verdict_b in report["differing"]:
+        print(f"  {task} at {stage}: A {verdict_a} B {verdict_b}")
+    return 0 if report["same_rows"] and not report["differing"] else 1
 
 
 if __name__ == "__main__":

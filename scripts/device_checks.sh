@@ -9,7 +9,8 @@
 #   oldnew      the same seed and N_OLD in the new mode, then the old mode (--no-stream --trial-mode fixed
 #               --planning rounds), one after the other; scripts/compare_builds.py on the two
 #   kb          KernelBench level 2 timed with adaptive trials (runs KB_RUNS, default "1 2": a later call can take run 2
-#               on a warm machine), and KB_FIXED problems with 100 fixed trials (0: none)
+#               on a warm machine; KB_ARGS: more `opgen time` options), and KB_FIXED problems with 100 fixed
+#               trials (0: none)
 #   mixuniform  `opgen validate --device cuda` (default window) of .devdata/mixuniform.jsonl: gpu candidates of
 #               --composition mix and uniform, interleaved, deduped here (scripts/device_prepare.sh); then
 #               scripts/survival_by_rule.py: survival and window share per rule
@@ -94,7 +95,7 @@ for name in names:
       for run in ${KB_RUNS:-1 2}; do
         start=$SECONDS
         timeout "$(left "$KB_S")" python3 -m opgen time --input .devdata/kb_level2.jsonl --device cuda \
-          --out "$WORK/kb_adaptive$run.jsonl" --no-progress 2> "$LOGS/kb$run.log"
+          --out "$WORK/kb_adaptive$run.jsonl" --no-progress ${KB_ARGS:-} 2> "$LOGS/kb$run.log"
         say "kb adaptive run $run rc=$? wall $((SECONDS - start)) s"; grep '^{"time"' "$LOGS/kb$run.log" | tee -a "$OUT/summary.txt"
       done
       if [ "$KB_FIXED" -gt 0 ]; then
