@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -105,6 +106,31 @@ def test_skipping_shards_that_can_only_add_surplus_leaves_the_dataset_unchanged(
     for stage in ("sandbox", "runtime_window"):
         assert skipped["funnel"]["stages"][stage]["seen"] <= everything["funnel"]["stages"][stage]["seen"]
     assert skipped["surplus"] <= everything["surplus"]
+    # scripts/compare_builds.py agrees, and says what became of each candidate the two runs treated differently
+    sys.path.insert(0, str(REPO / "scripts"))
+    import compare_builds
+
+    report = compare_builds.compare(streamed, tmp_path / "run")
+    assert report["same_rows"] and not report["only_a"] and not report["only_b"] and not report["differing"]
+    seen_skipping, seen_all = compare_builds.candidates(streamed), compare_builds.candidates(tmp_path / "run")
+    published = {row["id"] for row in rows(streamed)}
+    fates = {task: compare_builds.fate(seen_skipping[task], published) for task in seen_skipping}
+    assert sum(why == "published" for why in fates.values()) == 5
+    assert skipped["skipped_shards"]   # this build skips shards (which the assertions above rely on)
+    in_skipped = [task for task, why in fates.items() if why.startswith("in a skipped shard")]
+    # what the skipping build never executed, the other one did
+    assert in_skipped and all(seen_all[task].verdicts.get("execute") for task in in_skipped
+                              if seen_all[task].verdicts.get("dedup", (False,))[0])
+    # a task only one run publishes is explained by its fate in the other: here a timed survivor left out
+    shorter = tmp_path / "shorter"
+    shutil.copytree(streamed, shorter)
+    table = pq.read_table(shorter / "tasks.parquet")
+    pq.write_table(table.slice(0, table.num_rows - 1), shorter / "tasks.parquet")
+    left_out = table.column("id")[table.num_rows - 1].as_py()
+    report = compare_builds.compare(streamed, shorter)
+    assert not report["same_rows"] and report["in_both"] == 4 and not report["only_b"]
+    assert report["only_a"] == {left_out: "surplus (its source's quota was already met by earlier candidates)"}
+    assert compare_builds.main(str(streamed), str(shorter)) == 1
 
 
 @pytest.mark.heavy
