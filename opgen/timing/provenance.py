@@ -58,7 +58,7 @@ def method_note(device: str, plan: TrialPlan, flush_bytes: int | None) -> str:
     if device == "cuda":
         measured = (f"cuda-events: {plan.warmups} warm-ups (the last {min(plan.warmups, SETTLE_WARMUPS)} with the GPU "
                     f"held alone), {trials}, L2 flushed before each trial "
-                    f"by writing {flush_bytes // 2**20} MiB")
+                    f"by writing {flush_bytes // 2**20} MiB and waited for")
     else:
         measured = f"cpu timing (host clock, no cache flush): {plan.warmups} warm-ups, {trials}"
     return f"{measured}; {profiler}"

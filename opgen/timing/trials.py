@@ -71,7 +71,12 @@ def summarize(samples: Sequence[float]) -> dict[str, float | int | None]:
 
 def trial_times_ms(torch, fn: Callable, inputs: list, device: str, plan: TrialPlan) -> list[float]:
     """Warm-ups, then one sample per trial until `plan.done`: CUDA events around the call with the L2 flushed
-    before it, or the host clock on the CPU."""
+    before it, or the host clock on the CPU.
+
+    The flush is waited for before the start event is recorded. KernelBench's loop does not wait: its call then
+    races the flush, and where the host's call takes about as long as the flush (compiled modules of a few
+    kernels) the GPU's wait for the first kernel falls inside the window in some runs and not in others, which
+    moved compiled medians by 2.6% from run to run on the H200; waiting, 1.7% (docs/benchmarks.md, session 7)."""
     warm_up(torch, fn, inputs, plan.warmups)
     samples: list[float] = []
     if device != "cuda":
@@ -85,6 +90,7 @@ def trial_times_ms(torch, fn: Callable, inputs: list, device: str, plan: TrialPl
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     while not plan.done(samples):
         flush.zero_()
+        torch.cuda.synchronize()  # the flush done before the clock starts: the call's host time always counts
         start.record()
         fn(*inputs)
         end.record()
