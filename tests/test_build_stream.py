@@ -22,9 +22,10 @@ import sys
 from opgen.pipeline.build import Build, BuildConfig, run_build
 from opgen.pipeline.executors import LocalExecutor
 if __name__ == "__main__":
-    if sys.argv[5:] == ["noskip"]:  # every shard runs to the end, also those whose survivors can only be surplus
+    if "noskip" in sys.argv[5:]:  # every shard runs to the end, also those whose survivors can only be surplus
         Build._skip_unneeded = lambda self: None
-    config = BuildConfig(n=5, seed=3, shard_size=2, cpu_timing=True, trials=3, warmups=0, reference=sys.argv[2])
+    config = BuildConfig(n=5, seed=3, shard_size=2, cpu_timing=True, trials=3, warmups=0, reference=sys.argv[2],
+                         planning="rounds" if "rounds" in sys.argv[5:] else "survival")
     executor = LocalExecutor(int(sys.argv[4]))
     try:
         result = run_build(config, sys.argv[1], executor, progress=False, stream=sys.argv[3] == "stream")
@@ -92,6 +93,21 @@ def test_stage_by_stage_in_two_execute_lanes_gives_the_same_dataset(streamed, tm
     assert done.returncode == 0, done.stderr[-3000:]
     assert "stage by stage, 2 execute lane(s) of 2 workers" in (tmp_path / "run" / "logs" / "build.log").read_text()
     assert rows(tmp_path / "run") == rows(streamed)
+
+
+@pytest.mark.heavy
+def test_the_old_mode_starts_a_top_up_round_only_once_the_previous_round_is_timed(tmp_path):
+    """As the issue measured it: no two stages at once, so round r+1 is drawn after round r's last timing."""
+    run = tmp_path / "run"
+    done = build(run, "stages", extra=("rounds",))   # planning by rounds: n x 1.25 from the mix, then top-ups
+    assert done.returncode == 0, done.stderr[-3000:]
+    plans = sorted((run / "rounds").glob("*/plan.json"))
+    assert len(plans) >= 2, "this build needs a top-up round for the check below"
+    shards = [[run / "shards" / f"{s['shard']:05d}" for s in json.loads(p.read_text())["shards"]] for p in plans]
+    for earlier, later in zip(shards, shards[1:]):
+        timed = max((shard / "timing.done").stat().st_mtime for shard in earlier)
+        drawn = min((shard / "static.done").stat().st_mtime for shard in later)
+        assert drawn >= timed
 
 
 @pytest.mark.heavy

@@ -39,7 +39,8 @@ def register(sub) -> None:
                         help="survival: round 0 draws each data source by its expected survival (shipped prior), so "
                              "most builds need no top-up round; rounds: n x 1.25 from the mix, then top-ups")
     parser.add_argument("--no-stream", action="store_true",
-                        help="run each round's stages one after another (the old mode; same dataset, slower)")
+                        help="the old mode: each round's stages one after another, and each top-up round after the "
+                             "previous one is timed (same dataset, slower)")
     parser.add_argument("--timing-workers", type=int, default=None,
                         help="timing sandbox workers per GPU (default: half the cores per GPU, 1 to 8)")
     add_composition_options(parser)

@@ -49,8 +49,9 @@ class RoundState:
 
 
 class Build:
-    """One build over a run folder; `run()` does (or finishes) it. `stream=False` runs the stages of a round
-    one after another (the old mode, kept for comparison); it changes speed, never the dataset."""
+    """One build over a run folder; `run()` does (or finishes) it. `stream=False` is the old mode, kept for
+    comparison: the stages of a round run one after another, and a top-up round starts once the previous one is
+    timed. It changes speed, never the dataset."""
 
     def __init__(self, config: BuildConfig, run_dir: str | Path, executor: LocalExecutor | RayExecutor,
                  progress: bool = True, stream: bool = True, timing_workers: int | None = None):
@@ -114,9 +115,13 @@ class Build:
         for round_index in range(self.config.max_rounds):
             kept: dict[str, float] = {}
             if round_index > 0:
-                # plan only from finished facts: round r-1 executed, rounds up to r-2 timed
+                # plan only from finished facts: round r-1 executed, rounds up to r-2 timed (the old mode also
+                # waits for round r-1's timing, so that no two stages ever run at once; the plan is the same)
                 last = self.rounds[-1]
-                self._drain(lambda last=last: self._executed(last) and all(s.complete for s in self.rounds[:-1]))
+                if self.stream:
+                    self._drain(lambda last=last: self._executed(last) and all(s.complete for s in self.rounds[:-1]))
+                else:
+                    self._drain(lambda: all(s.complete for s in self.rounds))
                 kept = self._expected_kept()
                 if self._met(kept):
                     self._drain(lambda: not self.pending)
