@@ -21,6 +21,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from opgen.pipeline.rundir import RunDir  # noqa: E402
 from opgen.sandbox.pool import is_out_of_memory  # noqa: E402
 
 ROW_COLUMNS = ("id", "code", "ops", "data_source")
@@ -38,12 +39,6 @@ class Candidate:
     skipped: bool = False   # its shard was skipped: its source's quota was met by earlier shards
 
 
-def _rows(path: Path) -> list[dict]:
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
 def _keyed(lines: list[dict], indices: list[int]) -> dict[int, dict]:
     """Verdict lines by sample index (lines written before verdicts carried it are joined by position)."""
     if lines and "sample_index" not in lines[0]:
@@ -51,29 +46,29 @@ def _keyed(lines: list[dict], indices: list[int]) -> dict[int, dict]:
     return {line["sample_index"]: line for line in lines}
 
 
-def _skipped(shard: Path) -> bool:
+def _skipped(run: RunDir, shard: Path) -> bool:
     """Whether the build skipped the shard's execute or timing job (its markers say so)."""
-    markers = [shard / f"{stage}.done" for stage in ("execute", "timing")]
-    return any(json.loads(marker.read_text()).get("skipped") for marker in markers if marker.is_file())
+    return any((run.done(shard, stage) or {}).get("skipped") for stage in ("execute", "timing"))
 
 
-def candidates(run: Path) -> dict[str, Candidate]:
+def candidates(root: Path) -> dict[str, Candidate]:
     """Every candidate of the run by id (a code drawn twice keeps its first draw: the later one is a duplicate)."""
+    run = RunDir(root)
     found: dict[str, Candidate] = {}
-    for plan_path in sorted(run.glob("rounds/*/plan.json")):
-        shards = [run / "shards" / f"{s['shard']:05d}" for s in json.loads(plan_path.read_text())["shards"]]
-        drawn = {shard: _rows(shard / "candidates.jsonl") for shard in shards}
-        static = {shard: _keyed(_rows(shard / "static.jsonl"), [c["sample_index"] for c in drawn[shard]])
+    for plan_path in sorted(root.glob("rounds/*/plan.json")):
+        shards = [run.shard_dir(s["shard"]) for s in json.loads(plan_path.read_text())["shards"]]
+        drawn = {shard: run.rows(shard, "candidates") for shard in shards}
+        static = {shard: _keyed(run.rows(shard, "static"), [c["sample_index"] for c in drawn[shard]])
                   for shard in shards}
         static_kept = [c["sample_index"] for shard in shards for c in drawn[shard]
                        if static[shard][c["sample_index"]]["keep"]]
-        dedup = _keyed(_rows(plan_path.parent / "dedup.jsonl"), static_kept)
+        dedup = _keyed(run.rows(plan_path.parent, "dedup"), static_kept)
         for shard in shards:
             executable = [c["sample_index"] for c in drawn[shard]
                           if static[shard][c["sample_index"]]["keep"] and dedup[c["sample_index"]]["keep"]]
-            execute = _keyed(_rows(shard / "execute.jsonl"), executable)
-            timing = _keyed(_rows(shard / "timing.jsonl"), [i for i in executable if execute.get(i, {}).get("keep")])
-            skipped = _skipped(shard)
+            execute = _keyed(run.rows(shard, "execute"), executable)
+            timing = _keyed(run.rows(shard, "timing"), [i for i in executable if execute.get(i, {}).get("keep")])
+            skipped = _skipped(run, shard)
             for record in drawn[shard]:
                 index = record["sample_index"]
                 candidate = Candidate(record["id"], record.get("data_source"), index, skipped=skipped)

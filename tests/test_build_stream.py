@@ -14,9 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from opgen.pipeline.rundir import FAULT_ENV
+from tests.conftest import KERNELBENCH as KB
+from tests.conftest import REPO
 
-REPO = Path(__file__).resolve().parents[1]
-KB = REPO.parent / "shared" / "kernelbench" / "problems.jsonl"
 BUILD = """
 import sys
 from opgen.pipeline.build import Build, BuildConfig, run_build

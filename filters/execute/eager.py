@@ -8,7 +8,7 @@ from filters.base import Filter, Verdict
 from filters.execute.census import OpCensus
 from filters.execute.task_run import TaskRun
 from filters.execute.tensors import shapes
-from opgen.sandbox.task import build_model, draw_inputs, load_namespace, run_forward
+from opgen.sandbox.task import build_model, draw_inputs, load_namespace
 
 DROPOUT_TYPES = (torch.nn.Dropout, torch.nn.Dropout1d, torch.nn.Dropout2d, torch.nn.Dropout3d, torch.nn.AlphaDropout,
                  torch.nn.FeatureAlphaDropout)
@@ -48,8 +48,7 @@ class EagerCheck(Filter):
             inputs = draw_inputs(run.namespace, run.device, run.draw_seed(0))
             rng_before = rng_states(run.device)
             with census:
-                outputs = run_forward(run.model, inputs)
-            run.synchronize()
+                outputs = run.forward(run.model, inputs)
             random_draws = not all(torch.equal(a, b) for a, b in zip(rng_before, rng_states(run.device)))
         if random_draws:
             ops = ", ".join(sorted(set(census.random_ops))) or "unknown op"
