@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 
 from filters.base import Funnel, Verdict
 from filters.execute import STAGE_NAMES
@@ -66,12 +67,14 @@ def shared_pool(workers: int, timeout_s: float, memory_mb: int | None,
 def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int = 2, timeout_s: float = 120,
                      memory_mb: int | None = 4096, runtime_window_ms: tuple[float, float] | None = None,
                      funnel: Funnel | None = None, progress: bool = False, seed: int = 0, draws: int = 3,
-                     reuse_pool: bool = False, lane: int = 0, lanes: int = 1) -> list[dict]:
+                     reuse_pool: bool = False, lane: int = 0, lanes: int = 1,
+                     stop: threading.Event | None = None) -> list[dict] | None:
     """Verdict lines of the sandboxed execute checks, one per record, in input order.
 
     `reuse_pool` keeps the workers alive for the next call in this process (the build's shards); a build
     running `lanes` such calls side by side gives each its `lane` number: its own kept pool, its share of
-    the CPU threads, and its next GPUs on a machine with several."""
+    the CPU threads, and its next GPUs on a machine with several. Once `stop` is set (the build no longer needs
+    these verdicts) the checks under way finish, none starts, and the call returns None."""
     if not records:
         return []
     if funnel is not None:
@@ -84,10 +87,12 @@ def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int =
         slot_envs = slot_envs[offset:] + slot_envs[:offset]
     if reuse_pool:
         results = shared_pool(workers, timeout_s, memory_mb, slot_envs, lane, threads).run_many(
-            CHECK_FUNCTION, payloads, progress=progress)
+            CHECK_FUNCTION, payloads, progress=progress, stop=stop)
     else:
         with SandboxPool(workers, timeout_s, memory_mb, slot_envs=slot_envs, threads=threads) as pool:
-            results = pool.run_many(CHECK_FUNCTION, payloads, progress=progress)
+            results = pool.run_many(CHECK_FUNCTION, payloads, progress=progress, stop=stop)
+    if stop is not None and stop.is_set():
+        return None
     crowded = [i for i, result in enumerate(results)
                if over_memory_limit(result) or (workers * lanes > 1 and out_of_memory(result, "detail"))]
     if crowded:

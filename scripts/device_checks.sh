@@ -8,6 +8,9 @@
 #               default .devdata/agree.parquet: timed tasks of an earlier, unfinished build)
 #   oldnew      the same seed and N_OLD in the new mode, then the old mode (--no-stream --trial-mode fixed
 #               --planning rounds), one after the other; scripts/compare_builds.py on the two
+#   new, oldstart, oldwait   the same over several calls: `new` builds the new mode; `oldstart` starts the old
+#               mode in its own process session, so it runs on between calls while the machine is held; `oldwait`
+#               (in this call or a later one) waits for it until the deadline, then compares the two
 #   kb          KernelBench level 2 timed with adaptive trials (runs KB_RUNS, default "1 2": a later call can take run 2
 #               on a warm machine; KB_ARGS: more `opgen time` options), and KB_FIXED problems with 100 fixed
 #               trials (0: none)
@@ -55,6 +58,13 @@ with open('.devdata/kb_level2.jsonl', 'w') as out:
             out.write(json.dumps({'id': f\"kb-2-{r['problem_id']}\", 'source': r['name'], 'code': r['code']}) + '\n')
 "
 }
+kb_fixed() {  # KB_FIXED problems with 100 fixed trials (0: none)
+  [ "$KB_FIXED" -gt 0 ] || return 0
+  local start=$SECONDS
+  timeout "$(left "$KB_FIXED_S")" python3 -m opgen time --input .devdata/kb_level2.jsonl --device cuda \
+    --out "$WORK/kb_fixed.jsonl" --trial-mode fixed --limit "$KB_FIXED" --no-progress 2> "$LOGS/kbfixed.log"
+  say "kb fixed rc=$? wall $((SECONDS - start)) s"; grep '^{"time"' "$LOGS/kbfixed.log" | tee -a "$OUT/summary.txt"
+}
 
 for step in $STEPS; do
   say "== $step (t=${SECONDS}s)"
@@ -90,20 +100,39 @@ for name in names:
       python3 scripts/compare_builds.py "$WORK/new$N_OLD" "$WORK/old$N_OLD" > "$OUT/compare_builds.txt" 2>&1
       say "compare_builds rc=$?"; head -n 40 "$OUT/compare_builds.txt" >> "$OUT/summary.txt"
       tar czf "$OUT/oldnew.tar.gz" -C "$WORK" "new$N_OLD" "old$N_OLD" 2>/dev/null ;;
-    kb)
+    new) build "new$N_OLD" "$N_OLD" "$NEW_S" ;;
+    oldstart)  # setsid: the device tool leaves a new process session running when the call returns
+      rm -rf "$WORK/old$N_OLD" /tmp/opgen-old.done
+      OLD_CMD=(python3 -m opgen build --n "$N_OLD" --seed 0 --out "$WORK/old$N_OLD" "${BUILD_ARGS[@]}" --no-stream
+               --trial-mode fixed --planning rounds)
+      say "old build started in the background: ${OLD_CMD[*]}"
+      TORCHINDUCTOR_CACHE_DIR="/tmp/opgen-inductor-old$N_OLD" setsid bash -c 'start=$SECONDS; "$@" > /tmp/opgen-old.out \
+        2> /tmp/opgen-old.err; echo "build old rc=$? wall $((SECONDS - start)) s" > /tmp/opgen-old.done' old "${OLD_CMD[@]}" \
+        < /dev/null > /dev/null 2>&1 & ;;
+    oldwait)
+      while [ ! -f /tmp/opgen-old.done ] && [ $((DEADLINE - SECONDS)) -gt 15 ]; do sleep 5; done
+      cp /tmp/opgen-old.err "$LOGS/old$N_OLD.err" 2>/dev/null
+      if [ -f /tmp/opgen-old.done ]; then
+        say "$(cat /tmp/opgen-old.done)"; tail -n 4 /tmp/opgen-old.out | tee -a "$OUT/summary.txt"
+        grep -E "round [0-9]+:|tasks/min|GPU busy" /tmp/opgen-old.err | tail -n 12 >> "$OUT/summary.txt"
+        cp "$WORK/old$N_OLD/stats.json" "$OUT/stats_old$N_OLD.json" 2>/dev/null
+        python3 scripts/compare_builds.py "$WORK/new$N_OLD" "$WORK/old$N_OLD" > "$OUT/compare_builds.txt" 2>&1
+        say "compare_builds rc=$?"; head -n 40 "$OUT/compare_builds.txt" >> "$OUT/summary.txt"
+        tar czf "$OUT/oldnew.tar.gz" -C "$WORK" "new$N_OLD" "old$N_OLD" 2>/dev/null
+      else
+        say "old build still running: $(grep -c 'timed:' /tmp/opgen-old.err) shards timed"
+        grep -E "round [0-9]+:|shard [0-9]+ timed" /tmp/opgen-old.err | tail -n 3 >> "$OUT/summary.txt"
+      fi ;;
+    kb)  # KB_FIXED_FIRST=1: the fixed-trials run first (it then fills the inductor cache for the adaptive runs)
       kb_inputs
+      [ "${KB_FIXED_FIRST:-0}" = 1 ] && kb_fixed
       for run in ${KB_RUNS:-1 2}; do
         start=$SECONDS
         timeout "$(left "$KB_S")" python3 -m opgen time --input .devdata/kb_level2.jsonl --device cuda \
           --out "$WORK/kb_adaptive$run.jsonl" --no-progress ${KB_ARGS:-} 2> "$LOGS/kb$run.log"
         say "kb adaptive run $run rc=$? wall $((SECONDS - start)) s"; grep '^{"time"' "$LOGS/kb$run.log" | tee -a "$OUT/summary.txt"
       done
-      if [ "$KB_FIXED" -gt 0 ]; then
-        start=$SECONDS
-        timeout "$(left "$KB_FIXED_S")" python3 -m opgen time --input .devdata/kb_level2.jsonl --device cuda \
-          --out "$WORK/kb_fixed.jsonl" --trial-mode fixed --limit "$KB_FIXED" --no-progress 2> "$LOGS/kbfixed.log"
-        say "kb fixed rc=$? wall $((SECONDS - start)) s"; grep '^{"time"' "$LOGS/kbfixed.log" | tee -a "$OUT/summary.txt"
-      fi
+      [ "${KB_FIXED_FIRST:-0}" = 1 ] || kb_fixed
       [ -f "$WORK/kb_adaptive2.jsonl" ] && python3 scripts/compare_timings.py "$WORK"/kb_adaptive1.jsonl \
         "$WORK"/kb_adaptive2.jsonl $(ls "$WORK"/kb_fixed.jsonl 2>/dev/null) | tee -a "$OUT/summary.txt"
       tar czf "$OUT/kb.tar.gz" -C "$WORK" kb_adaptive1.jsonl kb_adaptive2.jsonl kb_fixed.jsonl \

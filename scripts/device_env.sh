@@ -1,8 +1,11 @@
 # Sourced by the device scripts: install the carried wheels (.whl/, from scripts/device_prepare.sh) into /tmp/site
 # and put them on PYTHONPATH; `machine_facts FILE` writes the GPUs, cores and library versions there (and prints them).
-if ls .whl/*.whl > /dev/null 2>&1; then  # packages the GPU image lacks
+# Installed once per machine: a build left running in the background by an earlier call imports from /tmp/site.
+if [ -f /tmp/site/.opgen-installed ]; then
+  export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}/tmp/site"
+elif ls .whl/*.whl > /dev/null 2>&1; then  # packages the GPU image lacks
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}/tmp/site"
+    && touch /tmp/site/.opgen-installed && export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}/tmp/site"
 fi
 
 machine_facts() {

@@ -24,6 +24,16 @@ from opgen.pipeline.executors import LocalExecutor
 if __name__ == "__main__":
     if "noskip" in sys.argv[5:]:  # every shard runs to the end, also those whose survivors can only be surplus
         Build._skip_unneeded = lambda self: None
+    if "held" in sys.argv[5:]:  # every execute job waits up to 3 s before its checks, unless asked to stop
+        from dataclasses import replace
+        import opgen.pipeline.build as build_module
+        from opgen.pipeline.stages import execute_shard
+
+        def held(payload):
+            payload["stop"].wait(3.0)
+            return execute_shard(payload)
+
+        build_module.EXECUTE = replace(build_module.EXECUTE, fn=held)
     config = BuildConfig(n=5, seed=3, shard_size=2, cpu_timing=True, trials=3, warmups=0, reference=sys.argv[2],
                          planning="rounds" if "rounds" in sys.argv[5:] else "survival")
     executor = LocalExecutor(int(sys.argv[4]))
@@ -88,11 +98,14 @@ def test_streaming_times_every_survivor_and_reports_busy_time(streamed):
 
 
 @pytest.mark.heavy
-def test_stage_by_stage_in_two_execute_lanes_gives_the_same_dataset(streamed, tmp_path):
+def test_stage_by_stage_in_one_execute_lane_gives_the_same_dataset(streamed, tmp_path):
+    """The old mode runs as the build did before streaming: one shard at a time on all four workers, and every
+    shard to its end; the streaming build would run two lanes of two and skip shards."""
     done = build(tmp_path / "run", "stages", workers=4)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "stage by stage, 2 execute lane(s) of 2 workers" in (tmp_path / "run" / "logs" / "build.log").read_text()
+    assert "stage by stage, 1 execute lane(s) of 4 workers" in (tmp_path / "run" / "logs" / "build.log").read_text()
     assert rows(tmp_path / "run") == rows(streamed)
+    assert json.loads((tmp_path / "run" / "stats.json").read_text())["skipped_shards"] == 0
 
 
 @pytest.mark.heavy
@@ -147,6 +160,30 @@ def test_skipping_shards_that_can_only_add_surplus_leaves_the_dataset_unchanged(
     assert not report["same_rows"] and report["in_both"] == 4 and not report["only_b"]
     assert report["only_a"] == {left_out: "surplus (its source's quota was already met by earlier candidates)"}
     assert compare_builds.main(str(streamed), str(shorter)) == 1
+
+
+@pytest.mark.heavy
+def test_running_jobs_of_shards_that_can_only_add_surplus_are_stopped_and_the_dataset_is_unchanged(streamed,
+                                                                                                   tmp_path):
+    run = tmp_path / "run"
+    done = build(run, "stream", workers=4, extra=("held",))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert rows(run) == rows(streamed)
+    stats = json.loads((run / "stats.json").read_text())
+    assert stats["stopped_shards"] >= 1 and stats["skipped_shards"] >= stats["stopped_shards"]
+    # a stopped job (execute or timing) marks its stage skipped and stopped, with nothing of what it did
+    markers = [(m.parent.name, m.stem, json.loads(m.read_text())) for m in run.glob("shards/*/*.done")]
+    stopped = [(shard, stage, marker) for shard, stage, marker in markers if marker.get("stopped")]
+    assert len({shard for shard, _, _ in stopped}) == stats["stopped_shards"]
+    assert all(marker["skipped"] and stage in ("execute", "timing") for _, stage, marker in stopped)
+    for shard, stage, _ in stopped:
+        outputs = [f"{stage}.jsonl", *(("timed.jsonl",) if stage == "timing" else ())]
+        assert all(not (run / "shards" / shard / name).read_text().strip() for name in outputs)
+    # run again: the stopped shards stay skipped, nothing is redone, the same dataset
+    again = build(run, "stream", workers=4)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert rows(run) == rows(streamed)
+    assert json.loads((run / "stats.json").read_text())["stopped_shards"] == stats["stopped_shards"]
 
 
 @pytest.mark.heavy

@@ -95,3 +95,33 @@ def test_execute_lanes_keep_a_pool_each_and_run_side_by_side():
         assert set(pids[0]).isdisjoint(pids[1])
     finally:
         validate._KEPT_POOLS.close_except(set())
+
+
+def stoppable(payload: dict) -> dict:
+    return {"stopped": payload["stop"].wait(timeout=30)}
+
+
+def test_a_running_lane_job_can_be_asked_to_stop_and_a_pool_job_cannot():
+    executor = LocalExecutor(2)
+    laned = Stage("stoppable", stoppable, own_workers=True, lane_workers=1)
+    try:
+        first, second = executor.submit(laned, {}), executor.submit(laned, {})
+        assert executor.stop(second) and second.result(timeout=30) == {"stopped": True}
+        assert not first.done()
+        assert executor.stop(first) and first.result(timeout=30) == {"stopped": True}
+        assert not executor.stop(first)   # finished: nothing left to ask
+        pooled = executor.submit(Stage("pooled", lane_of), {"lane": 0})
+        assert not executor.stop(pooled)
+        pooled.result(timeout=60)
+    finally:
+        executor.close()
+
+
+def test_execute_checks_asked_to_stop_return_nothing():
+    from filters import validate
+
+    bad = Path(__file__).parent / "bad_tasks"
+    records = [{"id": "identity", "code": (bad / "trivial__identity.py").read_text()}]
+    stop = threading.Event()
+    stop.set()
+    assert validate.execute_verdicts(records, workers=1, timeout_s=60, memory_mb=None, stop=stop) is None

@@ -151,3 +151,19 @@ def test_more_payloads_than_workers_all_answered(workers):
 
 def test_helper_module_is_beside_this_file():
     assert (Path(__file__).parent / f"{HELPERS.rpartition('.')[2]}.py").exists()
+
+
+def test_a_stopped_call_finishes_the_tasks_under_way_and_sends_no_more():
+    import threading
+
+    from opgen.sandbox.pool import STOPPED
+
+    stop = threading.Event()
+    with _pool(workers=1) as pool:
+        threading.Timer(0.25, stop.set).start()   # while the first of four half-second tasks runs
+        results = pool.run_many(_fn("slow_echo"), [{"i": i} for i in range(4)], stop=stop)
+        assert [r.status for r in results] == ["ok", STOPPED, STOPPED, STOPPED]
+        assert results[0].value["echo"] == {"i": 0} and results[0].seconds >= 0.5
+        # the pool is fine for the next call, with the same worker
+        [after] = pool.run_many(_fn("echo"), [{"i": 9}])
+    assert after.status == "ok" and after.value["pid"] == results[0].value["pid"]

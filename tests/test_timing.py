@@ -171,6 +171,15 @@ def test_reused_timing_pools_keep_their_workers_across_calls():
         timing._SHARED_POOLS.close_except(set())
 
 
+def test_timing_asked_to_stop_returns_nothing_and_times_no_more():
+    import threading
+
+    stop = threading.Event()
+    stop.set()
+    records = [{"id": "linear", "code": LINEAR_TASK}, {"id": "again", "code": LINEAR_TASK}]
+    assert time_records(records, device="cpu", trials=2, warmups=0, progress=False, stop=stop) is None
+
+
 def _opgen(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-m", "opgen", *args], capture_output=True, text=True, env=env,

@@ -17,7 +17,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tqdm import tqdm
@@ -50,8 +50,10 @@ class RoundState:
 
 class Build:
     """One build over a run folder; `run()` does (or finishes) it. `stream=False` is the old mode, kept for
-    comparison: the stages of a round run one after another, and a top-up round starts once the previous one is
-    timed. It changes speed, never the dataset."""
+    comparison, scheduled as the build was before streaming (issue 11): the stages of a round run one after
+    another, execute jobs one shard at a time on all the workers (one lane), every shard runs to the end (none is
+    skipped or stopped when its survivors could only be surplus), and a top-up round starts once the previous one
+    is timed. It changes speed, never the dataset."""
 
     def __init__(self, config: BuildConfig, run_dir: str | Path, executor: LocalExecutor | RayExecutor,
                  progress: bool = True, stream: bool = True, timing_workers: int | None = None):
@@ -64,6 +66,8 @@ class Build:
         self.wanted = rounds.quotas(config.n, config.mix)
         self.prior = rounds.load_prior(config.profile, config.device)
         self.timed = config.timing_device is not None
+        # the old mode runs its execute jobs in one lane of all the workers, as before lanes
+        self.execute = EXECUTE if stream else replace(EXECUTE, lane_workers=0)
         self.index = None
         self.rounds: list[RoundState] = []
         self.pending: dict[Future, tuple[str, int, int]] = {}   # future -> (stage, round, shard)
@@ -72,6 +76,7 @@ class Build:
         self.gpus: int | None = None                            # GPUs they spread over (see report.gpu_count)
         self.survivor_counts: dict[int, int] = {}               # shard -> survivors, once it is finished
         self.skipped = 0                                        # jobs of unneeded shards cancelled, this call
+        self.stopping: set[Future] = set()                      # running jobs of unneeded shards asked to stop
         self.skipping = False
         self.bar: tqdm | None = None
         self.started = time.perf_counter()
@@ -84,11 +89,11 @@ class Build:
         resuming = self.rundir.claim(self.config.identity(self.index.content_hash))
         self.rundir.open_log()
         self.rundir.start_clock()
-        lanes = self.executor.lanes(EXECUTE) if isinstance(self.executor, LocalExecutor) else None
+        lanes = self.executor.lanes(self.execute) if isinstance(self.executor, LocalExecutor) else None
         log.info("%s build n=%d seed=%d in %s (executor %s, %s%s)", "resuming" if resuming else "starting",
                  self.config.n, self.config.seed, self.rundir.root, self.executor.name,
                  "streaming" if self.stream else "stage by stage",
-                 f", {lanes} execute lane(s) of {self.executor.job_workers(EXECUTE)} workers" if lanes else "")
+                 f", {lanes} execute lane(s) of {self.executor.job_workers(self.execute)} workers" if lanes else "")
         self.bar = tqdm(total=self.config.n, desc="tasks", unit="task", file=sys.stderr, disable=not self.progress,
                         dynamic_ncols=True, position=0)
         try:
@@ -154,6 +159,7 @@ class Build:
             finished, _ = wait(list(self.pending), return_when=FIRST_COMPLETED)
             for future in sorted(finished, key=lambda f: self.pending[f]):
                 stage, round_index, shard = self.pending.pop(future)
+                self.stopping.discard(future)
                 result = future.result()
                 self.busy[stage] += result.get("busy_s", 0.0)
                 state = self.rounds[round_index]
@@ -296,9 +302,9 @@ class Build:
                 self._on_execute(state, shard, {"verdicts": [], "funnel": Funnel().to_dict()})
                 continue
             payload = {"records": records, "device": config.device, "timeout_s": config.timeout_s,
-                       "memory_mb": config.memory_mb, "workers": self.executor.job_workers(EXECUTE),
+                       "memory_mb": config.memory_mb, "workers": self.executor.job_workers(self.execute),
                        "seed": config.seed, "window_ms": list(config.runtime_window_ms)}
-            self.pending[self.executor.submit(EXECUTE, payload)] = (EXECUTE.name, state.index, shard)
+            self.pending[self.executor.submit(self.execute, payload)] = (EXECUTE.name, state.index, shard)
         self._send_timing(state)
 
     def _send_timing(self, state: RoundState) -> None:
@@ -324,7 +330,8 @@ class Build:
     def _on_execute(self, state: RoundState, shard: int, result: dict) -> None:
         folder = self.rundir.shard_dir(shard)
         self.rundir.write_rows(folder, "execute", result["verdicts"])
-        self.rundir.mark(folder, "execute", {"funnel": result["funnel"], "skipped": bool(result.get("skipped"))})
+        self.rundir.mark(folder, "execute", {"funnel": result["funnel"], "skipped": bool(result.get("skipped")),
+                                             "stopped": bool(result.get("stopped"))})
         state.executed.add(shard)
         if not self.timed:
             self._count_published()
@@ -336,7 +343,7 @@ class Build:
         self.rundir.write_rows(folder, "timed", result["records"])
         self.rundir.write_rows(folder, "timing", result["verdicts"])
         self.rundir.mark(folder, "timing", {"funnel": result["funnel"], "gpu_s": result.get("gpu_s", 0.0),
-                                            "skipped": bool(result.get("skipped"))})
+                                            "skipped": bool(result.get("skipped")), "stopped": bool(result.get("stopped"))})
         state.timed.add(shard)
         self._count_published()
         self.gpu_s += result.get("gpu_s", 0.0)
@@ -369,15 +376,21 @@ class Build:
 
     def _skip_unneeded(self) -> None:
         """Cancel the not yet started jobs of unneeded shards and mark them skipped (empty stage outputs): the
-        dataset is the same, the build ends sooner. A job already running finishes."""
-        if self.skipping:  # marking a shard skipped finishes its stages, which would come back here
+        dataset is the same, the build ends sooner. A job already running is asked to stop: its tasks under way
+        finish, it starts no more, and it comes back skipped too (the local executor; a Ray task runs to the end).
+        The old mode skips nothing."""
+        if self.skipping or not self.stream:  # marking a shard skipped finishes its stages, which come back here
             return
         self.skipping = True
         try:
             for state, shard in self._unneeded():
                 for stage in (EXECUTE.name, TIMING.name):
                     future = next((f for f, (st, _, sh) in self.pending.items() if st == stage and sh == shard), None)
-                    if future is None or not future.cancel():
+                    if future is None or future in self.stopping:
+                        continue
+                    if not future.cancel():
+                        if self.executor.stop(future):
+                            self.stopping.add(future)
                         continue
                     del self.pending[future]
                     self.skipped += 1

@@ -67,6 +67,8 @@ class _Lanes:
 
     A lane that finishes early takes the next job, so no job waits behind another lane's slow shard; each job
     learns which lane runs it (`lane`, `lanes` in its payload), and so which of the stage's kept pools to use.
+    Each job also gets a `stop` event in its payload: `stop(future)` sets it, and the job then starts no more
+    of its tasks and returns early (see `SandboxPool.run_many`).
     """
 
     def __init__(self, stage_name: str, count: int):
@@ -75,15 +77,27 @@ class _Lanes:
         self._local = threading.local()
         self._threads = ThreadPoolExecutor(count, thread_name_prefix=f"opgen-{stage_name}",
                                            initializer=self._claim_number)
+        self._stops: dict[Future, threading.Event] = {}
 
     def _claim_number(self) -> None:
         self._local.index = next(self._numbers)   # threads are never replaced, so numbers stay 0 .. count-1
 
-    def _run(self, fn: Callable[[dict], dict], payload: dict) -> dict:
-        return fn({**payload, "lane": self._local.index, "lanes": self.count})
+    def _run(self, fn: Callable[[dict], dict], payload: dict, stop: threading.Event) -> dict:
+        return fn({**payload, "lane": self._local.index, "lanes": self.count, "stop": stop})
 
     def submit(self, fn: Callable[[dict], dict], payload: dict) -> Future:
-        return self._threads.submit(self._run, fn, payload)
+        stop = threading.Event()
+        future = self._threads.submit(self._run, fn, payload, stop)
+        self._stops[future] = stop
+        future.add_done_callback(lambda done: self._stops.pop(done, None))
+        return future
+
+    def stop(self, future: Future) -> bool:
+        """Ask the job of `future`, if it is still running, to stop early; whether it was asked."""
+        stop = self._stops.get(future)
+        if stop is not None:
+            stop.set()
+        return stop is not None
 
     def shutdown(self) -> None:
         self._threads.shutdown(wait=True, cancel_futures=True)
@@ -103,10 +117,16 @@ class LocalExecutor:
         """Start one job: an own-worker stage in its lanes (the first free lane takes it; the payload learns
         `lane` and `lanes`), any other in the process pool."""
         if stage.own_workers or self.workers == 1:
-            if stage.name not in self._lanes:
-                self._lanes[stage.name] = _Lanes(stage.name, self.lanes(stage))
-            return self._lanes[stage.name].submit(stage.fn, payload)
+            key = f"{stage.name}x{self.lanes(stage)}"
+            if key not in self._lanes:
+                self._lanes[key] = _Lanes(stage.name, self.lanes(stage))
+            return self._lanes[key].submit(stage.fn, payload)
         return self._get_pool().submit(stage.fn, payload)
+
+    def stop(self, future: Future) -> bool:
+        """Ask a running own-worker job to stop early (it comes back with `stopped`); whether it could be asked:
+        not for jobs of the process pool."""
+        return any(lanes.stop(future) for lanes in self._lanes.values())
 
     def lanes(self, stage: Stage) -> int:
         """Parallel lanes of an own-worker stage: workers // lane_workers for a laned stage, else one."""
@@ -175,6 +195,9 @@ class RayExecutor:
         """Start one job as a Ray task; its result comes back as a concurrent.futures.Future."""
         return self._remote_fn(stage).remote(payload).future()
 
+    def stop(self, future: Future) -> bool:
+        """A running Ray task is left to finish: no job can be asked to stop early."""
+        return False
 
     def close(self) -> None:
         if self._started:

@@ -197,6 +197,10 @@ def write_outputs(build, chosen: list[dict], surplus: list[dict], survivors: lis
         "skipped_shards": sum(1 for state in build.rounds for shard in state.shards
                               if any((rundir.done(rundir.shard_dir(shard), stage) or {}).get("skipped")
                                      for stage in ("execute", "timing"))),
+        # of those, shards whose job had started: asked to stop, it ended once its tasks under way were done
+        "stopped_shards": sum(1 for state in build.rounds for shard in state.shards
+                              if any((rundir.done(rundir.shard_dir(shard), stage) or {}).get("stopped")
+                                     for stage in ("execute", "timing"))),
         "throughput": throughput(build, len(chosen), sum(drawn.values()), invocation_s, funnel),
     }
     if build.timed:

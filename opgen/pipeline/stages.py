@@ -63,8 +63,16 @@ def _execute_shard(payload: dict) -> dict:
                                 timeout_s=payload["timeout_s"], memory_mb=payload["memory_mb"], funnel=funnel,
                                 seed=payload.get("seed", 0),
                                 runtime_window_ms=(window.lo_ms, window.hi_ms) if window else None,
-                                reuse_pool=True, lane=payload.get("lane", 0), lanes=payload.get("lanes", 1))
+                                reuse_pool=True, lane=payload.get("lane", 0), lanes=payload.get("lanes", 1),
+                                stop=payload.get("stop"))
+    if verdicts is None:
+        return _stopped()
     return {"verdicts": verdicts, "funnel": funnel.to_dict()}
+
+
+def _stopped() -> dict:
+    """The result of a job stopped under way (see `_Lanes.stop`): as if skipped, with nothing of what it did."""
+    return {"verdicts": [], "records": [], "funnel": Funnel().to_dict(), "skipped": True, "stopped": True}
 
 
 def _time_shard(payload: dict) -> dict:
@@ -76,7 +84,10 @@ def _time_shard(payload: dict) -> dict:
 
     started = time.perf_counter()
     timed = time_records(payload["records"], TimingOptions(**payload["options"]), timeout_s=payload["timeout_s"],
-                         progress=False, reuse_pools=True, workers_per_gpu=payload.get("workers_per_gpu"))
+                         progress=False, reuse_pools=True, workers_per_gpu=payload.get("workers_per_gpu"),
+                         stop=payload.get("stop"))
+    if timed is None:
+        return _stopped()
     window = (RuntimeWindow(*payload["window_ms"]),)
     funnel = Funnel()
     verdicts = [judge(record, window, funnel).line(record) for record in timed]

@@ -33,12 +33,14 @@ POLL_S = 0.05
 STARTUP_TIMEOUT_S = 120.0
 STDERR_TAIL_CHARS = 1500
 DEFAULT_CACHE_DIR = Path(tempfile.gettempdir()) / "opgen-inductor-cache"
+STOPPED = "stopped"   # a result's status when its task was never sent: the caller stopped the call
 MEMORY_LIMIT = "memory limit exceeded"  # how a result killed for passing the pool's resident limit starts
 
 
 @dataclass
 class SandboxResult:
-    """The outcome of one payload: `ok` (value is the function's dict), `error` (it raised), `crash`, `timeout`;
+    """The outcome of one payload: `ok` (value is the function's dict), `error` (it raised), `crash`, `timeout`,
+    `stopped` (never sent: see `SandboxPool.run_many`);
     `seconds` from sending the payload to its answer (the worker's time on it, its clean-up after the last
     payload and the pipes included); `cpu_s` the CPU seconds the worker spent on the function (0 when the
     worker did not answer)."""
@@ -226,14 +228,22 @@ class SandboxPool:
             worker.stop()
         self._pool.clear()
 
-    def run_many(self, fn_path: str, payloads: list[dict], progress: bool = False) -> list[SandboxResult]:
-        """Run `fn(payload)` for every payload; results in input order, exactly one per payload."""
+    def run_many(self, fn_path: str, payloads: list[dict], progress: bool = False,
+                 stop: threading.Event | None = None) -> list[SandboxResult]:
+        """Run `fn(payload)` for every payload; results in input order, exactly one per payload.
+
+        Once `stop` is set no further payload is sent: the tasks under way finish, and the others come back with
+        status STOPPED (the caller no longer needs them)."""
         results: list[SandboxResult | None] = [None] * len(payloads)
         pending = collections.deque(range(len(payloads)))
         bar = tqdm(total=len(payloads), file=sys.stderr, disable=not progress, unit="task", dynamic_ncols=True)
         selector = selectors.DefaultSelector()
         try:
             while pending or any(w.index is not None for w in self._pool):
+                if stop is not None and stop.is_set():
+                    for index in pending:
+                        results[index] = SandboxResult(STOPPED, None, "stopped before it was sent: not needed", 0.0)
+                    pending.clear()
                 if pending:
                     self._fill_pool()
                 for worker in self._pool:

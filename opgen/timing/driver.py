@@ -76,11 +76,13 @@ class TimingOptions:
 
 def time_records(records: list[dict], options: TimingOptions | None = None, *, timeout_s: float = 600,
                  progress: bool = True, workers_per_gpu: int | None = None, cache_dir: str | None = None,
-                 memory_mb: int | None = None, reuse_pools: bool = False, **option_fields) -> list[dict]:
+                 memory_mb: int | None = None, reuse_pools: bool = False, stop: threading.Event | None = None,
+                 **option_fields) -> list[dict] | None:
     """The records with the timing columns added, in input order; a task that fails keeps null timings
     and a `timing_error`. device "cpu" times on the host (one worker) so CI runs the same code.
     `options` (or its fields as keywords) say how to time; `reuse_pools` keeps each GPU's workers alive for
-    the next call in this process (the build's shards)."""
+    the next call in this process (the build's shards). Once `stop` is set (the build no longer needs these
+    timings) the tasks under way finish, none starts, and the call returns None."""
     options = options or TimingOptions(**option_fields)
     device = options.device
     if not records:
@@ -117,7 +119,9 @@ def time_records(records: list[dict], options: TimingOptions | None = None, *, t
                           for i in indices]
         size = workers if reuse_pools else min(workers, len(indices))
         with _pool(size, timeout_s, memory_mb, shard_env, reuse_pools) as pool:
-            outcomes = pool.run_many(FN_PATH, shard_payloads, progress=progress)
+            outcomes = pool.run_many(FN_PATH, shard_payloads, progress=progress, stop=stop)
+            if stop is not None and stop.is_set():
+                return
             # A crash can be another task's fault (a sticky CUDA error makes the next task's worker exit): retry once.
             crashed = [k for k, outcome in enumerate(outcomes) if outcome.status == "crash"]
             if crashed:
@@ -135,6 +139,8 @@ def time_records(records: list[dict], options: TimingOptions | None = None, *, t
         thread.start()
     for thread in threads:
         thread.join()
+    if stop is not None and stop.is_set():
+        return None
     failure = "; ".join(shard_errors.values()) or "timing shard did not finish"
     return [{**record, **(result or _failed("error", failure))} for record, result in zip(records, results)]
 
