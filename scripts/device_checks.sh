@@ -39,6 +39,10 @@ KB=.devdata/problems.jsonl
 BUILD_ARGS=(--device cuda --profile gpu --workers "${WORKERS:-12}" --timing-workers "${TIMING_WORKERS:-4}"
             --shard-size "${SHARD_SIZE:-16}" --memory-mb 14000 --timeout 300 --no-progress --reference "$KB")
 say() { echo "$@" | tee -a "$OUT/summary.txt"; }
+progress() {  # progress RUN_DIR: the rounds and the last timed shards from the build's own log
+  grep -E "round [0-9]+:|tasks/min|GPU busy|done:" "$1/logs/build.log" 2>/dev/null | tail -n 8 | cut -c1-400 \
+    | tee -a "$OUT/summary.txt"
+}
 build() {  # build NAME N SECONDS EXTRA...: one build, its figures into the summary
   local name=$1 n=$2 seconds=$3; shift 3
   local start=$SECONDS
@@ -46,7 +50,8 @@ build() {  # build NAME N SECONDS EXTRA...: one build, its figures into the summ
   TORCHINDUCTOR_CACHE_DIR="/tmp/opgen-inductor-$name" timeout "$(left "$seconds")" python3 -m opgen build \
     --n "$n" --seed 0 --out "$WORK/$name" "${BUILD_ARGS[@]}" "$@" > "$LOGS/$name.out" 2> "$LOGS/$name.err"
   say "build $name rc=$? wall $((SECONDS - start)) s"; tail -n 4 "$LOGS/$name.out" | tee -a "$OUT/summary.txt"
-  grep -E "round [0-9]+:|tasks/min|GPU busy" "$LOGS/$name.err" | tail -n 12 >> "$OUT/summary.txt"
+  progress "$WORK/$name"
+  cp "$WORK/$name/logs/build.log" "$OUT/build_$name.log" 2>/dev/null
   [ -f "$WORK/$name/stats.json" ] && cp "$WORK/$name/stats.json" "$OUT/stats_$name.json"
 }
 kb_inputs() {
@@ -102,7 +107,7 @@ for name in names:
       tar czf "$OUT/oldnew.tar.gz" -C "$WORK" "new$N_OLD" "old$N_OLD" 2>/dev/null ;;
     new) build "new$N_OLD" "$N_OLD" "$NEW_S" ;;
     oldstart)  # setsid: the device tool leaves a new process session running when the call returns
-      rm -rf "$WORK/old$N_OLD" /tmp/opgen-old.done
+      rm -rf "$WORK/old$N_OLD" /tmp/opgen-old.done; touch /tmp/opgen-old.started
       OLD_CMD=(python3 -m opgen build --n "$N_OLD" --seed 0 --out "$WORK/old$N_OLD" "${BUILD_ARGS[@]}" --no-stream
                --trial-mode fixed --planning rounds)
       say "old build started in the background: ${OLD_CMD[*]}"
@@ -114,15 +119,17 @@ for name in names:
       cp /tmp/opgen-old.err "$LOGS/old$N_OLD.err" 2>/dev/null
       if [ -f /tmp/opgen-old.done ]; then
         say "$(cat /tmp/opgen-old.done)"; tail -n 4 /tmp/opgen-old.out | tee -a "$OUT/summary.txt"
-        grep -E "round [0-9]+:|tasks/min|GPU busy" /tmp/opgen-old.err | tail -n 12 >> "$OUT/summary.txt"
+        progress "$WORK/old$N_OLD"
         cp "$WORK/old$N_OLD/stats.json" "$OUT/stats_old$N_OLD.json" 2>/dev/null
         python3 scripts/compare_builds.py "$WORK/new$N_OLD" "$WORK/old$N_OLD" > "$OUT/compare_builds.txt" 2>&1
         say "compare_builds rc=$?"; head -n 40 "$OUT/compare_builds.txt" >> "$OUT/summary.txt"
         tar czf "$OUT/oldnew.tar.gz" -C "$WORK" "new$N_OLD" "old$N_OLD" 2>/dev/null
-      else
-        say "old build still running: $(grep -c 'timed:' /tmp/opgen-old.err) shards timed"
-        grep -E "round [0-9]+:|shard [0-9]+ timed" /tmp/opgen-old.err | tail -n 3 >> "$OUT/summary.txt"
-      fi ;;
+      else  # what it has done so far comes back, in case the machine does not
+        say "old build still running after $(( $(date +%s) - $(stat -c %Y /tmp/opgen-old.started) )) s"
+        progress "$WORK/old$N_OLD"
+        tar czf "$OUT/old_partial.tar.gz" -C "$WORK" "old$N_OLD" 2>/dev/null
+      fi
+      cp "$WORK/old$N_OLD/logs/build.log" "$OUT/build_old$N_OLD.log" 2>/dev/null ;;
     kb)  # KB_FIXED_FIRST=1: the fixed-trials run first (it then fills the inductor cache for the adaptive runs)
       kb_inputs
       [ "${KB_FIXED_FIRST:-0}" = 1 ] && kb_fixed
