@@ -69,9 +69,12 @@ def test_build_writes_the_run_folder_and_the_dataset(reference_run):
     stats = json.loads((reference_run / "stats.json").read_text())
     assert stats["candidates"] == candidates and stats["tasks"] == 4
     assert stats["funnel"]["inputs"] == candidates
-    assert stats["funnel"]["kept"] == stats["survivors"] == stats["tasks"] + stats["surplus"]
+    # candidates of shards skipped as unneeded (cancelled or stopped) pass no judgement: kept, not survivors
+    assert stats["funnel"]["kept"] == stats["survivors"] + stats["skipped_candidates"]
+    assert stats["survivors"] == stats["tasks"] + stats["surplus"]
+    assert (stats["skipped_candidates"] > 0) <= (stats["skipped_shards"] > 0)
     rejected = (reference_run / "rejected.jsonl").read_text().splitlines()
-    assert len(rejected) == candidates - stats["survivors"]
+    assert len(rejected) == candidates - stats["survivors"] - stats["skipped_candidates"]
     assert "build.log" in os.listdir(reference_run / "logs")
     stdout = _REFERENCE["stdout"]
     assert "compile" in stdout and "total" in stdout and str(reference_run) in stdout   # the funnel table

@@ -24,16 +24,19 @@ from opgen.pipeline.executors import LocalExecutor
 if __name__ == "__main__":
     if "noskip" in sys.argv[5:]:  # every shard runs to the end, also those whose survivors can only be surplus
         Build._skip_unneeded = lambda self: None
-    if "held" in sys.argv[5:]:  # every execute job waits up to 3 s before its checks, unless asked to stop
+    if "held" in sys.argv[5:]:  # every execute and timing job waits up to 3 s before its work, unless asked to stop
         from dataclasses import replace
         import opgen.pipeline.build as build_module
-        from opgen.pipeline.stages import execute_shard
+        from opgen.pipeline.stages import execute_shard, time_shard
 
-        def held(payload):
-            payload["stop"].wait(3.0)
-            return execute_shard(payload)
+        def held(fn):
+            def run(payload):
+                payload["stop"].wait(3.0)
+                return fn(payload)
+            return run
 
-        build_module.EXECUTE = replace(build_module.EXECUTE, fn=held)
+        build_module.EXECUTE = replace(build_module.EXECUTE, fn=held(execute_shard))
+        build_module.TIMING = replace(build_module.TIMING, fn=held(time_shard))
     config = BuildConfig(n=5, seed=3, shard_size=2, cpu_timing=True, trials=3, warmups=0, reference=sys.argv[2],
                          planning="rounds" if "rounds" in sys.argv[5:] else "survival")
     executor = LocalExecutor(int(sys.argv[4]))
@@ -130,7 +133,9 @@ def test_skipping_shards_that_can_only_add_surplus_leaves_the_dataset_unchanged(
     assert rows(tmp_path / "run") == rows(streamed)
     everything = json.loads((tmp_path / "run" / "stats.json").read_text())
     skipped = json.loads((streamed / "stats.json").read_text())
-    assert everything["skipped_shards"] == 0
+    assert everything["skipped_shards"] == everything["skipped_candidates"] == 0
+    for stats in (everything, skipped):
+        assert stats["funnel"]["kept"] == stats["survivors"] + stats["skipped_candidates"]
     # what skipping saves shows in the funnel: no more candidates reach the sandbox or the timing stage
     for stage in ("sandbox", "runtime_window"):
         assert skipped["funnel"]["stages"][stage]["seen"] <= everything["funnel"]["stages"][stage]["seen"]
@@ -171,6 +176,8 @@ def test_running_jobs_of_shards_that_can_only_add_surplus_are_stopped_and_the_da
     assert rows(run) == rows(streamed)
     stats = json.loads((run / "stats.json").read_text())
     assert stats["stopped_shards"] >= 1 and stats["skipped_shards"] >= stats["stopped_shards"]
+    # what the stopped and skipped shards left unjudged is counted: the funnel's kept are survivors or those
+    assert stats["funnel"]["kept"] == stats["survivors"] + stats["skipped_candidates"]
     # a stopped job (execute or timing) marks its stage skipped and stopped, with nothing of what it did
     markers = [(m.parent.name, m.stem, json.loads(m.read_text())) for m in run.glob("shards/*/*.done")]
     stopped = [(shard, stage, marker) for shard, stage, marker in markers if marker.get("stopped")]

@@ -70,6 +70,9 @@ def run(args) -> int:
     by_source = ", ".join(f"{s} {v['tasks']}/{v['quota']}" for s, v in result.stats["by_source"].items() if v["quota"])
     print(f"\n{result.tasks} of {result.wanted} tasks ({by_source}) from {result.stats['candidates']} candidates "
           f"in {result.stats['rounds']} round(s)")
+    if result.stats["skipped_candidates"]:
+        print(f"{result.stats['skipped_candidates']} of the kept were never judged: in {result.stats['skipped_shards']} "
+              f"shard(s) skipped once their source's quota was met")
     rates = result.stats["throughput"]
     print(f"{rates['tasks_per_min']} tasks/min, {rates['candidates_per_min']} candidates/min over {rates['wall_s']} s"
           + (f"; GPU busy {rates['gpu_busy_share']:.0%}" if rates["gpu_busy_share"] is not None else ""))

@@ -170,6 +170,20 @@ def out_of_memory_by_stage(rejected: list[dict]) -> dict[str, int]:
     return dict(sorted(Counter(r["stage"] for r in rejected if is_out_of_memory(r.get("detail"))).items()))
 
 
+def skipped_candidates(build) -> int:
+    """Candidates of skipped shards left unjudged: the executable ones of a shard skipped at execute, the executed
+    survivors of one skipped at timing (so the funnel's kept = survivors + these)."""
+    count = 0
+    for state in build.rounds:
+        for shard in state.shards:
+            folder = build.rundir.shard_dir(shard)
+            if (build.rundir.done(folder, "execute") or {}).get("skipped"):
+                count += len(build._executable(state, shard))
+            elif (build.rundir.done(folder, "timing") or {}).get("skipped"):
+                count += len(build._executed_in(state, shard))
+    return count
+
+
 def write_outputs(build, chosen: list[dict], surplus: list[dict], survivors: list[dict],
                   invocation_s: float) -> BuildResult:
     """tasks.parquet, rejected.jsonl and stats.json of a finished build."""
@@ -197,7 +211,9 @@ def write_outputs(build, chosen: list[dict], surplus: list[dict], survivors: lis
         "skipped_shards": sum(1 for state in build.rounds for shard in state.shards
                               if any((rundir.done(rundir.shard_dir(shard), stage) or {}).get("skipped")
                                      for stage in ("execute", "timing"))),
-        # of those, shards whose job had started: asked to stop, it ended once its tasks under way were done
+        # their candidates that no later stage judged: the funnel counts them kept, yet they are not survivors
+        "skipped_candidates": skipped_candidates(build),
+        # of those shards, the ones whose job had started: asked to stop, it ended once its tasks under way were done
         "stopped_shards": sum(1 for state in build.rounds for shard in state.shards
                               if any((rundir.done(rundir.shard_dir(shard), stage) or {}).get("stopped")
                                      for stage in ("execute", "timing"))),
