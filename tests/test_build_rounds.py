@@ -155,3 +155,70 @@ def test_unneeded_shards_are_those_after_a_source_quota_met_by_finished_shards()
     assert unneeded_shards(shards, {0}, survivors, {"torch#1": 1, "torch#2": 99}) == [3]
     # a later-finishing shard does not count before the earlier ones finish
     assert unneeded_shards(shards, {1, 4}, survivors, {"torch#2": 3}) == []
+
+
+def test_shards_are_held_back_once_the_shards_before_them_almost_surely_meet_the_quota():
+    from opgen.pipeline.rounds import ShardOutlook, surely_met
+
+    wanted = {"a": 10, "b": 3}
+    shards = [(0, ShardOutlook("a", finished=6)), (1, ShardOutlook("b", finished=1)),
+              (2, ShardOutlook("a", pending=10, share=0.9)),    # 9 expected, sd 0.95: at least 7.1 almost surely
+              (3, ShardOutlook("a")), (4, ShardOutlook("b", pending=4, share=0.5)), (5, ShardOutlook("b")),
+              (6, ShardOutlook(None)), (7, ShardOutlook("a"))]
+    # a: 6 finished + 9 - 2 x 0.95 >= 10 from shard 3 on; b: 1 + 2 - 2 x 1 < 3, so shard 5 runs
+    assert surely_met(shards, wanted) == {3, 7}
+    # the same expectation, less sure: 10 candidates at 0.5 (5 expected, sd 1.6) leave a 10-quota short of sure
+    shaky = [(0, ShardOutlook("a", finished=6)), (2, ShardOutlook("a", pending=10, share=0.5)), (3, ShardOutlook("a"))]
+    assert surely_met(shaky, wanted) == set()
+    # a quota met by finished shards alone holds every later shard; a source with no quota holds all of its shards
+    assert surely_met([(0, ShardOutlook("a", finished=10)), (1, ShardOutlook("a")), (2, ShardOutlook("c"))],
+                      wanted) == {1, 2}
+
+
+def test_the_build_feeds_a_job_per_lane_and_holds_back_shards_the_ones_in_flight_will_surely_make_unneeded(tmp_path):
+    """`Build._feed` on a round of six torch#2 shards (quota 4, four candidates each) and two lanes: what it submits
+    as shards finish, with the executor's submit recorded instead of run."""
+    from concurrent.futures import Future
+
+    from opgen.pipeline.build import Build, BuildConfig, RoundState
+    from opgen.pipeline.executors import LocalExecutor
+
+    executor = LocalExecutor(4)   # two execute lanes of two workers
+    build = Build(BuildConfig(n=4, seed=0), tmp_path / "run", executor, progress=False)
+    submitted: list[int] = []
+    executor.submit = lambda stage, payload: (submitted.append(payload["records"][0]["shard"]), Future())[1]
+    build._executable = lambda state, shard: [{"shard": shard}] * 4
+    state = RoundState(0, list(range(6)), {shard: "torch#2" for shard in range(6)})
+    build.rounds = [state]
+    build.executable_counts = dict.fromkeys(range(6), 4)
+    build.waiting = [(state, shard) for shard in range(6)]
+    assert build.wanted["torch#2"] == 4 and build.depth == 2
+
+    def finish(shard: int, survivors: int) -> None:
+        future = next(f for f, (_, _, s) in build.pending.items() if s == shard)
+        del build.pending[future]
+        build.submitted.discard(shard)
+        state.executed.add(shard)
+        build.survivor_counts[shard] = survivors
+        build.execute_tally[0] += survivors
+        build.execute_tally[1] += 4
+
+    build._feed()
+    assert submitted == [0, 1]                        # one job per lane
+    # 8 candidates in flight, each passing with the prior's 0.85: 6.8 expected, sd 1.0, at least 4.8 almost surely
+    assert build._held() == {2, 3, 4, 5}
+    build.depth = 3                                   # a lane frees up: nothing to give it but held shards
+    build._feed()
+    assert submitted == [0, 1] and build.held == {2, 3, 4, 5}
+    finish(0, 0)                                      # shard 0 fell short: 4 in flight no longer make the quota sure
+    build._feed()
+    assert submitted == [0, 1, 2, 3]
+    finish(1, 4)                                      # met by finished shards: the rest wait (to be skipped)
+    finish(2, 1)
+    build._feed()
+    assert submitted == [0, 1, 2, 3] and [shard for _, shard in build.waiting] == [4, 5]
+    # with nothing in flight the first waiting shard runs, held or not: the build never stalls
+    finish(3, 1)
+    build._feed()
+    assert submitted == [0, 1, 2, 3, 4]
+    executor.close()

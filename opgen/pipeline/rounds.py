@@ -157,3 +157,40 @@ def unneeded_shards(shards: list[tuple[int, str | None]], finished: set[int], su
             else:
                 kept += survivors(shard)
     return sorted(unneeded)
+
+
+@dataclass(frozen=True)
+class ShardOutlook:
+    """What a shard will add to its source, as far as known: `finished` survivors once it is done, else `pending`
+    candidates still being judged, each surviving with probability `share` (none for a shard not yet started)."""
+
+    source: str | None
+    finished: int | None = None
+    pending: int = 0
+    share: float = 0.0
+
+
+SURE_Z = 2.0   # "surely": the survivors still being judged fall below their mean by at most this many sd
+
+
+def surely_met(shards: list[tuple[int, ShardOutlook]], wanted: dict[str, int], z: float = SURE_Z) -> set[int]:
+    """Shards (in sample-index order) whose source's quota the shards before them will meet almost surely: their
+    finished survivors, plus the lower bound (mean - z sd, binomial) of those still being judged, reach the quota.
+    Such a shard is worth holding back: once the shards before it finish it is unneeded, or else needed after all.
+    Mixed shards (source None) never are."""
+    certain: Counter = Counter()
+    mean: Counter = Counter()
+    variance: Counter = Counter()
+    held = set()
+    for shard, outlook in shards:
+        source = outlook.source
+        if source is None:
+            continue
+        if certain[source] + mean[source] - z * math.sqrt(variance[source]) >= wanted.get(source, 0):
+            held.add(shard)
+        if outlook.finished is not None:
+            certain[source] += outlook.finished
+        else:
+            mean[source] += outlook.pending * outlook.share
+            variance[source] += outlook.pending * outlook.share * (1 - outlook.share)
+    return held
