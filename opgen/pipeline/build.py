@@ -77,15 +77,6 @@ class Build:
         self.survivor_counts: dict[int, int] = {}               # shard -> survivors, once it is finished
         self.skipped = 0                                        # jobs of unneeded shards cancelled, this call
         self.stopping: set[Future] = set()                      # running jobs of unneeded shards asked to stop
-        self.waiting: list[tuple[RoundState, int]] = []         # execute jobs not yet submitted, in order
-        self.submitted: set[int] = set()                        # shards whose execute job is in flight
-        self.held: set[int] = set()                             # shards held back at some point, this call
-        self.depth = (executor.lanes(self.execute) if isinstance(executor, LocalExecutor)
-                      else executor.workers)                    # execute jobs in flight at once (streaming)
-        self.executable_counts: dict[int, int] = {}             # shard -> candidates sent to its execute job
-        self.executed_counts: dict[int, int] = {}               # shard -> executed survivors, once executed
-        self.execute_tally = [0, 0]                             # candidates kept, judged by execute (this call)
-        self.window_tally = [0, 0]                              # timed candidates inside the window, timed
         self.skipping = False
         self.bar: tqdm | None = None
         self.started = time.perf_counter()
@@ -107,7 +98,7 @@ class Build:
                         dynamic_ncols=True, position=0)
         try:
             self._rounds()
-            self._drain(lambda: not self.pending and not self.waiting)
+            self._drain(lambda: not self.pending)
         finally:
             self.bar.close()
             for future in self.pending:
@@ -138,7 +129,7 @@ class Build:
                     self._drain(lambda: all(s.complete for s in self.rounds))
                 kept = self._expected_kept()
                 if self._met(kept):
-                    self._drain(lambda: not self.pending and not self.waiting)
+                    self._drain(lambda: not self.pending)
                     kept = dict(self._final_kept())
                     if self._met(kept):
                         return
@@ -163,7 +154,6 @@ class Build:
                 self._complete_if_done(state)
             if until():
                 return
-            self._feed()
             if not self.pending:
                 raise RuntimeError("build stalled: waiting with no job in flight")
             finished, _ = wait(list(self.pending), return_when=FIRST_COMPLETED)
@@ -177,7 +167,6 @@ class Build:
                     self._on_execute(state, shard, result)
                 else:
                     self._on_timing(state, shard, result)
-            self._feed()
 
     # planning ------------------------------------------------------------------------------------------------
     def _met(self, kept: dict[str, float]) -> bool:
@@ -295,8 +284,8 @@ class Build:
 
     def _submit_work(self, state: RoundState) -> None:
         """Execute jobs for the round's unexecuted shards, the sources taken in turn (a rare source's few shards
-        run early instead of after all of the common one's), fed to the executor by `_feed`; timing jobs for
-        those executed but not timed."""
+        run early instead of after all of the common one's); timing jobs for those executed but not timed."""
+        config = self.config
         turn: Counter = Counter()
         order = []
         for shard in state.shards:
@@ -312,72 +301,11 @@ class Build:
             if not records:
                 self._on_execute(state, shard, {"verdicts": [], "funnel": Funnel().to_dict()})
                 continue
-            self.executable_counts[shard] = len(records)
-            self.waiting.append((state, shard))
-        self._feed()
+            payload = {"records": records, "device": config.device, "timeout_s": config.timeout_s,
+                       "memory_mb": config.memory_mb, "workers": self.executor.job_workers(self.execute),
+                       "seed": config.seed, "window_ms": list(config.runtime_window_ms)}
+            self.pending[self.executor.submit(self.execute, payload)] = (EXECUTE.name, state.index, shard)
         self._send_timing(state)
-
-    def _feed(self) -> None:
-        """Submit waiting execute jobs in order: all at once in the old mode; in the streaming build one per lane
-        in flight, passing over the shards `rounds.surely_met` holds back (their source's quota will almost surely
-        be met by the shards before them: once those finish, a held shard is skipped as unneeded, or runs if they
-        fell short). With nothing in flight the first waiting shard runs, held or not."""
-        if self.skipping or not self.waiting:
-            return
-        if not self.stream:
-            for state, shard in self.waiting:
-                self._submit_execute(state, shard)
-            self.waiting.clear()
-            return
-        room = self.depth - len(self.submitted)
-        held = self._held() if room > 0 else set()
-        for state, shard in list(self.waiting):
-            if room <= 0:
-                break
-            if shard in held:
-                self.held.add(shard)
-                continue
-            self._submit_execute(state, shard)
-            room -= 1
-        if self.waiting and not self.pending:
-            self._submit_execute(*self.waiting[0])
-
-    def _submit_execute(self, state: RoundState, shard: int) -> None:
-        config = self.config
-        self.waiting = [item for item in self.waiting if item[1] != shard]
-        payload = {"records": self._executable(state, shard), "device": config.device, "timeout_s": config.timeout_s,
-                   "memory_mb": config.memory_mb, "workers": self.executor.job_workers(self.execute),
-                   "seed": config.seed, "window_ms": list(config.runtime_window_ms)}
-        self.pending[self.executor.submit(self.execute, payload)] = (EXECUTE.name, state.index, shard)
-        self.submitted.add(shard)
-
-    def _held(self) -> set[int]:
-        """Shards to hold back (`rounds.surely_met`), from what each shard will add as far as known: a finished
-        one its survivors; one executed and being timed its executed survivors, each inside the window with the
-        share seen so far; one being executed its candidates, each passing the checks and the window with the
-        shares seen so far (prior-weighted)."""
-        window = 1.0
-        if self.timed:
-            weight = self.prior.strength
-            window = (weight * self.prior.window + self.window_tally[0]) / (weight + self.window_tally[1])
-        passing = (8.5 + self.execute_tally[0]) / (10 + self.execute_tally[1])
-        outlooks = []
-        for state in self.rounds:
-            for shard in state.shards:
-                source = state.sources.get(shard)
-                if self._done_shard(state, shard):
-                    outlook = rounds.ShardOutlook(source, finished=self._survivor_count(state, shard))
-                elif shard in state.executed:
-                    if shard not in self.executed_counts:
-                        self.executed_counts[shard] = len(self._executed_in(state, shard))
-                    outlook = rounds.ShardOutlook(source, pending=self.executed_counts[shard], share=window)
-                elif shard in self.submitted:
-                    outlook = rounds.ShardOutlook(source, pending=self.executable_counts[shard],
-                                                  share=passing * window)
-                else:
-                    outlook = rounds.ShardOutlook(source)
-                outlooks.append((shard, outlook))
-        return rounds.surely_met(outlooks, self.wanted)
 
     def _send_timing(self, state: RoundState) -> None:
         """Timing jobs for executed shards not yet timed: each one as soon as it is executed (streaming), or
@@ -400,10 +328,6 @@ class Build:
             self.pending[self.executor.submit(TIMING, payload)] = (TIMING.name, state.index, shard)
 
     def _on_execute(self, state: RoundState, shard: int, result: dict) -> None:
-        self.submitted.discard(shard)
-        if not result.get("skipped"):
-            self.execute_tally[0] += sum(1 for verdict in result["verdicts"] if verdict["keep"])
-            self.execute_tally[1] += len(result["verdicts"])
         folder = self.rundir.shard_dir(shard)
         self.rundir.write_rows(folder, "execute", result["verdicts"])
         self.rundir.mark(folder, "execute", {"funnel": result["funnel"], "skipped": bool(result.get("skipped")),
@@ -415,9 +339,6 @@ class Build:
         self._send_timing(state)
 
     def _on_timing(self, state: RoundState, shard: int, result: dict) -> None:
-        if not result.get("skipped"):
-            self.window_tally[0] += sum(1 for verdict in result["verdicts"] if verdict["keep"])
-            self.window_tally[1] += len(result["verdicts"])
         folder = self.rundir.shard_dir(shard)
         self.rundir.write_rows(folder, "timed", result["records"])
         self.rundir.write_rows(folder, "timing", result["verdicts"])
@@ -463,11 +384,6 @@ class Build:
         self.skipping = True
         try:
             for state, shard in self._unneeded():
-                if any(item[1] == shard for item in self.waiting):   # held back or not yet fed: never submitted
-                    self.waiting = [item for item in self.waiting if item[1] != shard]
-                    self.skipped += 1
-                    self._on_execute(state, shard, {"verdicts": [], "funnel": Funnel().to_dict(), "skipped": True})
-                    continue
                 for stage in (EXECUTE.name, TIMING.name):
                     future = next((f for f, (st, _, sh) in self.pending.items() if st == stage and sh == shard), None)
                     if future is None or future in self.stopping:

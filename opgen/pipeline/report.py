@@ -211,8 +211,6 @@ def write_outputs(build, chosen: list[dict], surplus: list[dict], survivors: lis
         "skipped_shards": sum(1 for state in build.rounds for shard in state.shards
                               if any((rundir.done(rundir.shard_dir(shard), stage) or {}).get("skipped")
                                      for stage in ("execute", "timing"))),
-        # shards held back for a while, this call: their source's quota was almost surely met by earlier shards
-        "held_shards": len(build.held),
         # their candidates that no later stage judged: the funnel counts them kept, yet they are not survivors
         "skipped_candidates": skipped_candidates(build),
         # of those shards, the ones whose job had started: asked to stop, it ended once its tasks under way were done
