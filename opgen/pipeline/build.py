@@ -75,8 +75,6 @@ class Build:
         self.gpu_s = 0.0                                        # timed GPU seconds, this invocation
         self.gpus: int | None = None                            # GPUs they spread over (see report.gpu_count)
         self.survivor_counts: dict[int, int] = {}               # shard -> survivors, once it is finished
-        self.skipped = 0                                        # jobs of unneeded shards cancelled, this call
-        self.stopping: set[Future] = set()                      # running jobs of unneeded shards asked to stop
         self.skipping = False
         self.bar: tqdm | None = None
         self.started = time.perf_counter()
@@ -159,7 +157,6 @@ class Build:
             finished, _ = wait(list(self.pending), return_when=FIRST_COMPLETED)
             for future in sorted(finished, key=lambda f: self.pending[f]):
                 stage, round_index, shard = self.pending.pop(future)
-                self.stopping.discard(future)
                 result = future.result()
                 self.busy[stage] += result.get("busy_s", 0.0)
                 state = self.rounds[round_index]
@@ -386,14 +383,12 @@ class Build:
             for state, shard in self._unneeded():
                 for stage in (EXECUTE.name, TIMING.name):
                     future = next((f for f, (st, _, sh) in self.pending.items() if st == stage and sh == shard), None)
-                    if future is None or future in self.stopping:
+                    if future is None:
                         continue
                     if not future.cancel():
-                        if self.executor.stop(future):
-                            self.stopping.add(future)
+                        self.executor.stop(future)   # asking again is harmless: the job's stop event stays set
                         continue
                     del self.pending[future]
-                    self.skipped += 1
                     empty = {"verdicts": [], "records": [], "funnel": Funnel().to_dict(), "skipped": True}
                     if stage == EXECUTE.name:
                         self._on_execute(state, shard, empty)

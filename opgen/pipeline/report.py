@@ -170,6 +170,13 @@ def out_of_memory_by_stage(rejected: list[dict]) -> dict[str, int]:
     return dict(sorted(Counter(r["stage"] for r in rejected if is_out_of_memory(r.get("detail"))).items()))
 
 
+def shards_marked(build, flag: str) -> int:
+    """Shards whose execute or timing marker carries `flag` ("skipped", "stopped")."""
+    rundir = build.rundir
+    return sum(1 for state in build.rounds for shard in state.shards
+               if any((rundir.done(rundir.shard_dir(shard), stage) or {}).get(flag) for stage in ("execute", "timing")))
+
+
 def skipped_candidates(build) -> int:
     """Candidates of skipped shards left unjudged: the executable ones of a shard skipped at execute, the executed
     survivors of one skipped at timing (so the funnel's kept = survivors + these)."""
@@ -208,15 +215,11 @@ def write_outputs(build, chosen: list[dict], surplus: list[dict], survivors: lis
         "funnel": funnel.to_dict(), "seconds": round(invocation_s, 3),
         "contamination_threshold": CONTAMINATION_THRESHOLD,
         # shards not executed or not timed because their source's quota was already met by earlier shards
-        "skipped_shards": sum(1 for state in build.rounds for shard in state.shards
-                              if any((rundir.done(rundir.shard_dir(shard), stage) or {}).get("skipped")
-                                     for stage in ("execute", "timing"))),
+        "skipped_shards": shards_marked(build, "skipped"),
         # their candidates that no later stage judged: the funnel counts them kept, yet they are not survivors
         "skipped_candidates": skipped_candidates(build),
         # of those shards, the ones whose job had started: asked to stop, it ended once its tasks under way were done
-        "stopped_shards": sum(1 for state in build.rounds for shard in state.shards
-                              if any((rundir.done(rundir.shard_dir(shard), stage) or {}).get("stopped")
-                                     for stage in ("execute", "timing"))),
+        "stopped_shards": shards_marked(build, "stopped"),
         "throughput": throughput(build, len(chosen), sum(drawn.values()), invocation_s, funnel),
     }
     if build.timed:
