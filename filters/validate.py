@@ -12,7 +12,6 @@ from opgen.sandbox.gpus import gpu_slot_envs
 from opgen.sandbox.pool import KeptPools, SandboxPool, SandboxResult, out_of_memory, over_memory_limit
 
 CHECK_FUNCTION = "filters.execute.worker:check_task"
-WARM_MODULES = ("filters.execute.worker", "torch._dynamo", "torch._inductor.compile_fx")
 SANDBOX_STAGE = "sandbox"
 VALIDATION_STAGES = (*(f.name for f in STATIC_FILTERS), SANDBOX_STAGE, *STAGE_NAMES)
 
@@ -57,50 +56,40 @@ def _verdict(result: SandboxResult) -> Verdict:
 _KEPT_POOLS = KeptPools()
 
 
-def warm_up(device: str) -> dict:
-    """What a worker of the execute checks loads before its first task (see `SandboxPool`'s `warm_up`)."""
-    return {"fn": "opgen.sandbox.warm:warm_up", "payload": {"modules": list(WARM_MODULES), "device": device}}
-
-
-def threads_per_worker(workers: int) -> int:
-    """OpenMP threads of each of `workers` sandbox workers running side by side: the machine's cores, shared."""
-    return max(1, (os.cpu_count() or 1) // workers)
-
-
-def shared_pool(device: str, workers: int, timeout_s: float, memory_mb: int | None) -> SandboxPool:
-    """The execute checks' pool of `workers` on `device`, kept for the life of this process (see `KeptPools`) and
-    shared by the calls running side by side (a build's lanes); a build gets it early, to start its workers
-    while it samples (`opgen.pipeline.stages.prestart`)."""
-    slot_envs = gpu_slot_envs(device)
-    return _KEPT_POOLS.get((device, workers, float(timeout_s), memory_mb, repr(slot_envs)),
-                           lambda: SandboxPool(workers, timeout_s, memory_mb, slot_envs=slot_envs,
-                                               threads=threads_per_worker(workers), warm_up=warm_up(device)))
+def shared_pool(workers: int, timeout_s: float, memory_mb: int | None,
+                slot_envs: list[dict[str, str]] | None = None, lane: int = 0, threads: int | None = None) -> SandboxPool:
+    """The execute checks' pool of `lane`, kept for the life of this process (see `KeptPools`); its workers get
+    `threads` OpenMP threads when it starts."""
+    return _KEPT_POOLS.get((workers, float(timeout_s), memory_mb, repr(slot_envs), lane),
+                           lambda: SandboxPool(workers, timeout_s, memory_mb, slot_envs=slot_envs, threads=threads))
 
 
 def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int = 2, timeout_s: float = 120,
                      memory_mb: int | None = 4096, runtime_window_ms: tuple[float, float] | None = None,
                      funnel: Funnel | None = None, progress: bool = False, seed: int = 0, draws: int = 3,
-                     reuse_pool: bool = False, lanes: int = 1,
+                     reuse_pool: bool = False, lane: int = 0, lanes: int = 1,
                      stop: threading.Event | None = None) -> list[dict] | None:
     """Verdict lines of the sandboxed execute checks, one per record, in input order.
 
     `reuse_pool` keeps the workers alive for the next call in this process (the build's shards); a build
-    running `lanes` such calls side by side, `workers` each, has them share one kept pool of `workers * lanes`
-    workers, oldest call first, so a shard's slowest check idles no worker while other shards wait. Once
-    `stop` is set (the build no longer needs these verdicts) the checks under way finish, none starts, and the
-    call returns None."""
+    running `lanes` such calls side by side gives each its `lane` number: its own kept pool, its share of
+    the CPU threads, and its next GPUs on a machine with several. Once `stop` is set (the build no longer needs
+    these verdicts) the checks under way finish, none starts, and the call returns None."""
     if not records:
         return []
     if funnel is not None:
         funnel.declare([SANDBOX_STAGE, *STAGE_NAMES])
-    threads = threads_per_worker(workers * lanes)
+    threads = max(1, (os.cpu_count() or 1) // (workers * lanes))
     payloads = [_payload(r, device, threads, runtime_window_ms, seed, draws) for r in records]
+    slot_envs = gpu_slot_envs(device)
+    if slot_envs:  # lane k's workers start on the GPU after lane k-1's
+        offset = (lane * workers) % len(slot_envs)
+        slot_envs = slot_envs[offset:] + slot_envs[:offset]
     if reuse_pool:
-        results = shared_pool(device, workers * lanes, timeout_s, memory_mb).run_many(
+        results = shared_pool(workers, timeout_s, memory_mb, slot_envs, lane, threads).run_many(
             CHECK_FUNCTION, payloads, progress=progress, stop=stop)
     else:
-        with SandboxPool(workers, timeout_s, memory_mb, slot_envs=gpu_slot_envs(device), threads=threads,
-                         warm_up=warm_up(device)) as pool:
+        with SandboxPool(workers, timeout_s, memory_mb, slot_envs=slot_envs, threads=threads) as pool:
             results = pool.run_many(CHECK_FUNCTION, payloads, progress=progress, stop=stop)
     if stop is not None and stop.is_set():
         return None

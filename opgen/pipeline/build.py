@@ -29,7 +29,7 @@ from opgen.pipeline.config import BuildConfig, BuildResult, load_reference_index
 from opgen.pipeline.executors import LocalExecutor, RayExecutor, run_jobs
 from opgen.pipeline.report import gpu_count, kept_by_key, steady_rate, write_outputs
 from opgen.pipeline.rundir import RunDir, write_json
-from opgen.pipeline.stages import EXECUTE, SAMPLE, TIMING, prestart
+from opgen.pipeline.stages import EXECUTE, SAMPLE, TIMING
 
 __all__ = ["Build", "BuildConfig", "BuildResult", "run_build"]
 log = logging.getLogger("opgen.build")
@@ -66,9 +66,8 @@ class Build:
         self.wanted = rounds.quotas(config.n, config.mix)
         self.prior = rounds.load_prior(config.profile, config.device)
         self.timed = config.timing_device is not None
-        # the old mode runs its execute and timing jobs in one lane each, one shard at a time, as before lanes
+        # the old mode runs its execute jobs in one lane of all the workers, as before lanes
         self.execute = EXECUTE if stream else replace(EXECUTE, lane_workers=0)
-        self.timing = TIMING if stream else replace(TIMING, lanes=0)
         self.index = None
         self.rounds: list[RoundState] = []
         self.pending: dict[Future, tuple[str, int, int]] = {}   # future -> (stage, round, shard)
@@ -92,10 +91,7 @@ class Build:
         log.info("%s build n=%d seed=%d in %s (executor %s, %s%s)", "resuming" if resuming else "starting",
                  self.config.n, self.config.seed, self.rundir.root, self.executor.name,
                  "streaming" if self.stream else "stage by stage",
-                 f", {lanes} execute lane(s) sharing {lanes * self.executor.job_workers(self.execute)} workers"
-                 if lanes else "")
-        if self.stream and lanes:
-            self._prestart(lanes * self.executor.job_workers(self.execute))
+                 f", {lanes} execute lane(s) of {self.executor.job_workers(self.execute)} workers" if lanes else "")
         self.bar = tqdm(total=self.config.n, desc="tasks", unit="task", file=sys.stderr, disable=not self.progress,
                         dynamic_ncols=True, position=0)
         try:
@@ -117,16 +113,6 @@ class Build:
         log.info("done: %d tasks; %s", result.tasks, json.dumps(result.stats["throughput"]))
         self.rundir.close_log()
         return result
-
-    def _prestart(self, execute_workers: int) -> None:
-        """Start the local executor's sandbox pools now, so their workers warm up while round 0 samples."""
-        config = self.config
-        timing = ({"device": config.timing_options()["device"], "timeout_s": self._timing_timeout_s(),
-                   "workers_per_gpu": self.timing_workers} if self.timed else None)
-        prestart(config.device, execute_workers, config.timeout_s, config.memory_mb, timing)
-
-    def _timing_timeout_s(self) -> float:
-        return max(600.0, self.config.timeout_s)
 
     def _rounds(self) -> None:
         for round_index in range(self.config.max_rounds):
@@ -334,9 +320,9 @@ class Build:
                 self._on_timing(state, shard, {"records": [], "verdicts": [], "funnel": Funnel().to_dict()})
                 continue
             payload = {"records": records, "options": self.config.timing_options(),
-                       "timeout_s": self._timing_timeout_s(), "window_ms": list(self.config.runtime_window_ms),
+                       "timeout_s": max(600.0, self.config.timeout_s), "window_ms": list(self.config.runtime_window_ms),
                        "workers_per_gpu": self.timing_workers}
-            self.pending[self.executor.submit(self.timing, payload)] = (TIMING.name, state.index, shard)
+            self.pending[self.executor.submit(TIMING, payload)] = (TIMING.name, state.index, shard)
 
     def _on_execute(self, state: RoundState, shard: int, result: dict) -> None:
         folder = self.rundir.shard_dir(shard)

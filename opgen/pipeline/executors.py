@@ -33,11 +33,9 @@ class Stage:
     """One stage of the build, NeMo-Curator style: what a job needs and how the local executor runs it.
 
     `own_workers`: the stage starts its own sandboxed worker processes (validation, timing), so the local
-    executor runs its jobs in driver threads instead of in its process pool: one at a time, or side by side
-    in lanes, every lane taking the next job as soon as it is free: `lane_workers` sandbox workers per lane
-    (as many lanes as the executor's workers allow), or a fixed number of `lanes` (a stage whose pools are
-    sized apart from the executor's workers: timing). Lanes of a stage share its kept sandbox pools, oldest
-    job first (`SandboxPool.run_many`), so a shard's slowest task idles no worker while other shards wait.
+    executor runs its jobs in driver threads instead of in its process pool: one at a time, or, for a stage
+    with `lane_workers`, in parallel lanes of that many sandbox workers each, every lane taking the next
+    job as soon as it is free (a shard's slowest candidate then idles only its own lane's workers).
     """
 
     name: str
@@ -46,7 +44,6 @@ class Stage:
     num_gpus: float = 0.0
     own_workers: bool = False
     lane_workers: int = 0
-    lanes: int = 0
 
 
 Job = tuple[object, dict]   # (key, payload)
@@ -132,12 +129,8 @@ class LocalExecutor:
         return any(lanes.stop(future) for lanes in self._lanes.values())
 
     def lanes(self, stage: Stage) -> int:
-        """Parallel lanes of an own-worker stage: its fixed `lanes`, or workers // lane_workers, else one."""
-        if not stage.own_workers:
-            return 1
-        if stage.lanes:
-            return stage.lanes
-        if not stage.lane_workers:
+        """Parallel lanes of an own-worker stage: workers // lane_workers for a laned stage, else one."""
+        if not stage.own_workers or not stage.lane_workers:
             return 1
         return max(1, self.workers // stage.lane_workers)
 

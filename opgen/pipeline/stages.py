@@ -63,25 +63,11 @@ def _execute_shard(payload: dict) -> dict:
                                 timeout_s=payload["timeout_s"], memory_mb=payload["memory_mb"], funnel=funnel,
                                 seed=payload.get("seed", 0),
                                 runtime_window_ms=(window.lo_ms, window.hi_ms) if window else None,
-                                reuse_pool=True, lanes=payload.get("lanes", 1),
+                                reuse_pool=True, lane=payload.get("lane", 0), lanes=payload.get("lanes", 1),
                                 stop=payload.get("stop"))
     if verdicts is None:
         return _stopped()
     return {"verdicts": verdicts, "funnel": funnel.to_dict()}
-
-
-def prestart(device: str, execute_workers: int, timeout_s: float, memory_mb: int | None,
-             timing: dict | None = None) -> None:
-    """Start, in this process, the kept sandbox pools that local execute jobs (`execute_workers` over all lanes)
-    and timing jobs (`timing`: the `device`, `timeout_s` and `workers_per_gpu` of their payloads) will use, so
-    their workers import torch and create their CUDA context while the build samples."""
-    from filters.validate import shared_pool
-
-    shared_pool(device, execute_workers, timeout_s, memory_mb)
-    if timing is not None:
-        from opgen.timing.driver import prestart_pools
-
-        prestart_pools(timing["device"], timeout_s=timing["timeout_s"], workers_per_gpu=timing["workers_per_gpu"])
 
 
 def _stopped() -> dict:
@@ -111,10 +97,7 @@ def _time_shard(payload: dict) -> dict:
 
 
 SAMPLE = Stage("sample+static", sample_and_screen, num_cpus=1)
-# A lane per two workers: the lanes share one pool of all the workers (filters/validate.py), so the lanes are
-# only the shards in flight, enough to keep every worker busy. (Before the pool was shared, each lane had a
-# pool of its own; one worker per lane, with the timing stage in four lanes of one pool each, was slower on
-# the H200 (docs/benchmarks.md, session 6): every process busy, the host's cores oversubscribed.)
+# Lanes of two workers: one worker per lane, with the timing stage in four lanes of one, was slower on the H200
+# (docs/benchmarks.md, session 6): every process busy, the host's cores oversubscribed.
 EXECUTE = Stage("execute", execute_shard, num_cpus=1, own_workers=True, lane_workers=2)
-# Timing jobs in flight; they share each GPU's kept pool (--timing-workers per GPU), oldest shard first.
-TIMING = Stage("timing", time_shard, num_cpus=1, num_gpus=1, own_workers=True, lanes=4)
+TIMING = Stage("timing", time_shard, num_cpus=1, num_gpus=1, own_workers=True)

@@ -5,9 +5,6 @@ lines over private pipes. The parent enforces the limits: a task past its deadli
 grows past `memory_mb` of resident memory (polled with psutil; RLIMIT_AS breaks torch, which reserves
 huge address ranges), has its worker's process group killed; a worker that dies (segfault, `os._exit`)
 is replaced. Every payload gets exactly one `SandboxResult`, in input order.
-
-Several threads may call `run_many` on one pool at once: their payloads share its workers, each free worker
-taking the next payload of the oldest call (so a call's slowest task idles no worker while other calls wait).
 """
 
 from __future__ import annotations
@@ -24,16 +21,15 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
 from tqdm import tqdm
 
-from opgen.sandbox.worker import SYS_PATH_ENV, WARM_UP_ENV
+from opgen.sandbox.worker import SYS_PATH_ENV
 
 POLL_S = 0.05
-CLOSE_WAIT_S = 2.0   # how long `close` waits for the pool's loop to end before stopping the workers
 STARTUP_TIMEOUT_S = 120.0
 STDERR_TAIL_CHARS = 1500
 DEFAULT_CACHE_DIR = Path(tempfile.gettempdir()) / "opgen-inductor-cache"
@@ -76,26 +72,6 @@ def out_of_memory(result: SandboxResult, error_key: str) -> bool:
     return result.status in ("crash", "error") and is_out_of_memory(result.detail)
 
 
-@dataclass
-class _Batch:
-    """One `run_many` call: its payloads, those not yet sent, and its results as they come."""
-
-    fn_path: str
-    payloads: list[dict]
-    stop: threading.Event | None
-    bar: tqdm
-    pending: collections.deque = field(default_factory=collections.deque)
-    results: list = field(default_factory=list)
-    left: int = 0                      # results still to come
-    done: threading.Event = field(default_factory=threading.Event)
-    error: BaseException | None = None
-
-    def __post_init__(self) -> None:
-        self.pending.extend(range(len(self.payloads)))
-        self.results = [None] * len(self.payloads)
-        self.left = len(self.payloads)
-
-
 class _Worker:
     """One worker process, its protocol pipes, and the task it is running."""
 
@@ -109,18 +85,16 @@ class _Worker:
         os.set_blocking(self.proc.stdout.fileno(), False)
         self.buffer = b""
         self.ready = False
-        self.batch: _Batch | None = None  # the call whose payload is in flight
-        self.index: int | None = None     # that payload's index in its call
+        self.index: int | None = None  # payload index in flight
         self.deadline = time.monotonic() + STARTUP_TIMEOUT_S
         self.started = False
         self.sent_at = 0.0
 
-    def send(self, batch: _Batch, index: int, startup_s: float) -> None:
+    def send(self, index: int, fn_path: str, payload: dict, startup_s: float) -> None:
         self.log.truncate(0)
-        self.batch, self.index, self.started, self.sent_at = batch, index, False, time.monotonic()
+        self.index, self.started, self.sent_at = index, False, time.monotonic()
         self.deadline = time.monotonic() + startup_s  # importing the function's module is not the task's time
-        message = {"fn": batch.fn_path, "payload": batch.payloads[index]}
-        self.proc.stdin.write((json.dumps(message) + "\n").encode())
+        self.proc.stdin.write((json.dumps({"fn": fn_path, "payload": payload}) + "\n").encode())
         self.proc.stdin.flush()
 
     def read_messages(self) -> list[dict] | None:
@@ -216,7 +190,7 @@ class SandboxPool:
 
     def __init__(self, workers: int, timeout_s: float, memory_mb: int | None, env: dict[str, str] | None = None,
                  *, max_tasks_per_worker: int | None = None, slot_envs: list[dict[str, str]] | None = None,
-                 threads: int | None = None, warm_up: dict | None = None):
+                 threads: int | None = None):
         if workers < 1:
             raise ValueError("workers must be >= 1")
         self.workers = workers
@@ -225,14 +199,9 @@ class SandboxPool:
         self.max_tasks_per_worker = max_tasks_per_worker
         self.threads = threads or max(1, (os.cpu_count() or 1) // workers)
         self.env = self._worker_env(env or {})
-        if warm_up:
-            self.env[WARM_UP_ENV] = json.dumps(warm_up)
         self.slot_envs = [dict(extra) for extra in slot_envs or []]
         self._pool: list[_Worker] = []
         self._tasks_done: dict[int, int] = {}
-        self._lock = threading.RLock()        # guards the open calls (callers add them, the loop serves them)
-        self._batches: list[_Batch] = []      # open `run_many` calls, oldest first
-        self._server: threading.Thread | None = None
 
     def _worker_env(self, extra: dict[str, str]) -> dict[str, str]:
         env = dict(os.environ)
@@ -255,101 +224,47 @@ class SandboxPool:
         self.close()
 
     def close(self) -> None:
-        server = self._server
-        if server is not None and server is not threading.current_thread():
-            server.join(timeout=CLOSE_WAIT_S)   # its loop ends once no call is open
         for worker in self._pool:
-            # a worker not known to be ready may still be warming up, deaf to its closed pipe for a while
-            worker.stop() if worker.ready else worker.kill()
+            worker.stop()
         self._pool.clear()
 
     def run_many(self, fn_path: str, payloads: list[dict], progress: bool = False,
                  stop: threading.Event | None = None) -> list[SandboxResult]:
         """Run `fn(payload)` for every payload; results in input order, exactly one per payload.
 
-        Calls from several threads share the workers, oldest call first. Once `stop` is set no further payload
-        is sent: the tasks under way finish, and the others come back with status STOPPED (the caller no longer
-        needs them)."""
-        if not payloads:
-            return []
+        Once `stop` is set no further payload is sent: the tasks under way finish, and the others come back with
+        status STOPPED (the caller no longer needs them)."""
+        results: list[SandboxResult | None] = [None] * len(payloads)
+        pending = collections.deque(range(len(payloads)))
         bar = tqdm(total=len(payloads), file=sys.stderr, disable=not progress, unit="task", dynamic_ncols=True)
-        batch = _Batch(fn_path, payloads, stop, bar)
-        with self._lock:
-            self._batches.append(batch)
-            if self._server is None:
-                self._server = threading.Thread(target=self._serve, name="opgen-sandbox-pool", daemon=True)
-                self._server.start()
-        try:
-            batch.done.wait()
-        finally:
-            bar.close()
-        if batch.error is not None:
-            raise batch.error
-        return batch.results
-
-    def _serve(self) -> None:
-        """The pool's one loop, in a thread of its own while any call is open: send payloads to free workers,
-        read their answers, enforce the limits. An error (a worker that cannot start) fails every open call
-        and stops the workers, so no answer of theirs lands in a later call."""
         selector = selectors.DefaultSelector()
         try:
-            while True:
-                with self._lock:
-                    self._withdraw_stopped()
-                    queued = any(batch.pending for batch in self._batches)
-                    if not queued and all(worker.batch is None for worker in self._pool):
-                        self._server = None   # every open call has all its results
-                        return
-                if queued:
+            while pending or any(w.index is not None for w in self._pool):
+                if stop is not None and stop.is_set():
+                    for index in pending:
+                        results[index] = SandboxResult(STOPPED, None, "stopped before it was sent: not needed", 0.0)
+                    pending.clear()
+                if pending:
                     self._fill_pool()
                 for worker in self._pool:
-                    if worker.ready and worker.batch is None and not self._send_next(worker):
-                        break
+                    if worker.ready and worker.index is None and pending:
+                        self._dispatch(worker, pending, fn_path, payloads)
                 selector = self._reselect(selector)
-                waiting = [w for w in self._pool if w.batch is not None or not w.ready]  # idle workers: no deadline
+                waiting = [w for w in self._pool if w.index is not None or not w.ready]  # idle workers have no deadline
                 timeout = max(0.0, min([POLL_S] + [w.deadline - time.monotonic() for w in waiting]))
                 selector.select(timeout)
                 for worker in list(self._pool):
-                    self._service(worker)
-        except BaseException as error:
-            with self._lock:
-                for batch in self._batches:
-                    batch.error = error
-                    batch.done.set()
-                self._batches.clear()
-                self._server = None
-            self.close()
+                    done = self._service(worker, results)
+                    if done is not None:
+                        bar.update(1)
         finally:
             selector.close()
+            bar.close()
+        return results  # type: ignore[return-value]
 
-    def _withdraw_stopped(self) -> None:
-        """Payloads of stopped calls not yet sent come back STOPPED (the caller holds the lock)."""
-        for batch in list(self._batches):
-            if batch.stop is not None and batch.stop.is_set() and batch.pending:
-                for index in batch.pending:
-                    self._finish(batch, index, SandboxResult(STOPPED, None, "stopped before it was sent: not needed"))
-                batch.pending.clear()
-
-    def _send_next(self, worker: _Worker) -> bool:
-        """Send `worker` the next payload of the oldest call with one waiting; whether there was one."""
-        with self._lock:
-            batch = next((batch for batch in self._batches if batch.pending), None)
-            if batch is None:
-                return False
-            index = batch.pending.popleft()
-        worker.send(batch, index, max(STARTUP_TIMEOUT_S, self.timeout_s))
-        return True
-
-    def _finish(self, batch: _Batch, index: int, result: SandboxResult) -> None:
-        """Record one result; the call is done when it has them all."""
-        batch.results[index] = result
-        batch.left -= 1
-        batch.bar.update(1)
-        if batch.left == 0:
-            with self._lock:
-                if batch in self._batches:
-                    self._batches.remove(batch)
-            batch.done.set()
+    def _dispatch(self, worker: _Worker, pending: collections.deque, fn_path: str, payloads: list[dict]) -> None:
+        index = pending.popleft()
+        worker.send(index, fn_path, payloads[index], max(STARTUP_TIMEOUT_S, self.timeout_s))
 
     def _fill_pool(self) -> None:
         taken = {worker.slot for worker in self._pool}
@@ -369,11 +284,11 @@ class SandboxPool:
             selector.register(worker.proc.stdout, selectors.EVENT_READ)
         return selector
 
-    def _service(self, worker: _Worker) -> None:
-        """Read the worker's messages and enforce its limits; a finished payload's result goes to its call."""
+    def _service(self, worker: _Worker, results: list) -> int | None:
+        """Read the worker's messages and enforce its limits; returns the index of a payload that finished."""
         messages = worker.read_messages()
         if messages is None:
-            return self._replace(worker, "crash", worker.exit_description())
+            return self._replace(worker, results, "crash", worker.exit_description())
         for message in messages:
             status = message.get("status")
             if status == "ready":
@@ -381,24 +296,23 @@ class SandboxPool:
             elif status == "started":
                 worker.started = True
                 worker.deadline = time.monotonic() + self.timeout_s
-            elif worker.batch is not None:
-                batch, index = worker.batch, worker.index
-                worker.batch = worker.index = None
-                result = SandboxResult(status, message.get("value"), message.get("detail", ""),
-                                       time.monotonic() - worker.sent_at, float(message.get("cpu_s", 0.0)))
+            elif worker.index is not None:
+                index, worker.index = worker.index, None
+                results[index] = SandboxResult(status, message.get("value"), message.get("detail", ""),
+                                               time.monotonic() - worker.sent_at, float(message.get("cpu_s", 0.0)))
                 self._after_task(worker)
-                self._finish(batch, index, result)
-                return None
+                return index
         now = time.monotonic()
         if now > worker.deadline:
-            if worker.batch is None and worker.ready:
+            if worker.index is None and worker.ready:
                 return None
             what = "task" if worker.started else ("worker start-up" if not worker.ready else "module import")
-            return self._replace(worker, "timeout", f"{what} exceeded {self._limit(worker):.0f} s")
-        if self.memory_mb is not None and worker.batch is not None:
+            return self._replace(worker, results, "timeout", f"{what} exceeded {self._limit(worker):.0f} s")
+        if self.memory_mb is not None and worker.index is not None:
             rss = worker.rss_mb()
             if rss > self.memory_mb:
-                return self._replace(worker, "crash", f"{MEMORY_LIMIT}: {rss:.0f} MB resident > {self.memory_mb} MB")
+                return self._replace(worker, results, "crash",
+                                     f"{MEMORY_LIMIT}: {rss:.0f} MB resident > {self.memory_mb} MB")
         return None
 
     def _limit(self, worker: _Worker) -> float:
@@ -413,17 +327,18 @@ class SandboxPool:
             worker.stop()
             self._pool.remove(worker)
 
-    def _replace(self, worker: _Worker, status: str, detail: str) -> None:
-        """Kill `worker` (a fresh one takes its slot when next needed); its payload gets `status`."""
+    def _replace(self, worker: _Worker, results: list, status: str, detail: str) -> int | None:
+        index = worker.index
         tail = worker.stderr_tail()
         worker.kill()
         self._pool.remove(worker)
-        if worker.batch is None:
+        if index is None:
             if not worker.ready:  # a worker that cannot even start would loop forever: fail loudly
                 raise RuntimeError(f"sandbox worker failed to start ({detail}): {tail}")
-            return
-        self._finish(worker.batch, worker.index, SandboxResult(status, None, detail + (f"\n{tail}" if tail else ""),
-                                                               time.monotonic() - worker.sent_at))
+            return None
+        results[index] = SandboxResult(status, None, detail + (f"\n{tail}" if tail else ""),
+                                       time.monotonic() - worker.sent_at)
+        return index
 
 
 class KeptPools:

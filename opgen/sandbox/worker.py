@@ -13,7 +13,6 @@ import traceback
 from collections.abc import Callable
 
 SYS_PATH_ENV = "OPGEN_SANDBOX_SYS_PATH"
-WARM_UP_ENV = "OPGEN_SANDBOX_WARM_UP"   # {"fn": "module:function", "payload": {...}}: run once before "ready"
 
 
 def _protocol_streams():
@@ -83,26 +82,11 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def _warm_up() -> None:
-    """The pool's warm-up (imports, a CUDA context), so that the worker's first task does not pay for them; a
-    warm-up that fails only costs the first task that time again (its traceback goes to the worker's log)."""
-    request = os.environ.get(WARM_UP_ENV)
-    if not request:
-        return
-    try:
-        request = json.loads(request)
-        resolve(request["fn"])(request.get("payload") or {})
-    except Exception:  # noqa: BLE001
-        traceback.print_exc()
-    release_torch()
-
-
 def main() -> None:
     faulthandler.enable()  # a segfault leaves a Python traceback in the stderr log
     extra_path = json.loads(os.environ.get(SYS_PATH_ENV, "[]"))
     sys.path[:0] = [p for p in extra_path if p not in sys.path]
     proto_in, proto_out = _protocol_streams()
-    _warm_up()
     _answer(proto_out, {"status": "ready", "pid": os.getpid()})
     for line in proto_in:
         request = json.loads(line)

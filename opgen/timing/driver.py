@@ -30,15 +30,10 @@ FN_PATH = "opgen.timing.measure:measure_task"
 _SHARED_POOLS = KeptPools()
 
 
-WARM_MODULES = ("opgen.timing.measure", "torch._dynamo", "torch._inductor.compile_fx")
-
-
-def _pool(workers: int, timeout_s: float, memory_mb: int | None, env: dict[str, str], reuse: bool, device: str):
-    """A sandbox pool for one GPU (or the host): a fresh one, or (reuse) one kept for the life of this process."""
+def _pool(workers: int, timeout_s: float, memory_mb: int | None, env: dict[str, str], reuse: bool):
+    """A sandbox pool for one GPU: a fresh one, or (reuse) one kept for the life of this process."""
     def make() -> SandboxPool:
-        return SandboxPool(workers=workers, timeout_s=timeout_s, memory_mb=memory_mb, env=env,
-                           warm_up={"fn": "opgen.sandbox.warm:warm_up",
-                                    "payload": {"modules": list(WARM_MODULES), "device": device}})
+        return SandboxPool(workers=workers, timeout_s=timeout_s, memory_mb=memory_mb, env=env)
 
     if not reuse:
         return make()
@@ -93,8 +88,19 @@ def time_records(records: list[dict], options: TimingOptions | None = None, *, t
     if not records:
         return []
     payloads = [options.payload(r) for r in records]
-    gpu_envs, workers = _layout(device, workers_per_gpu, cache_dir)
-    shards = {gpu: list(range(i, len(records), len(gpu_envs))) for i, gpu in enumerate(gpu_envs)}
+    env = {"TORCHINDUCTOR_FX_GRAPH_CACHE": "1"}
+    if cache_dir:
+        env["TORCHINDUCTOR_CACHE_DIR"] = str(Path(cache_dir).resolve())
+    if device == "cpu":
+        shards = {"": list(range(len(records)))}
+        workers = 1
+    else:
+        gpus = visible_gpus()
+        if not gpus:
+            raise RuntimeError("no CUDA device is visible")
+        shards = {gpu: list(range(i, len(records), len(gpus))) for i, gpu in enumerate(gpus)}
+        workers = workers_per_gpu or default_workers_per_gpu(len(gpus))
+    gpu_envs = {gpu: {**env, "CUDA_VISIBLE_DEVICES": gpu} if device == "cuda" else env for gpu in shards}
     if reuse_pools:
         # a process given other GPUs (a reused Ray worker) stops the pools it kept for the old ones
         _SHARED_POOLS.close_except({_pool_key(workers, timeout_s, memory_mb, e) for e in gpu_envs.values()})
@@ -112,7 +118,7 @@ def time_records(records: list[dict], options: TimingOptions | None = None, *, t
         shard_payloads = [{**payloads[i], "gpu_lock": gpu_lock_path(gpu) if device == "cuda" else None}
                           for i in indices]
         size = workers if reuse_pools else min(workers, len(indices))
-        with _pool(size, timeout_s, memory_mb, shard_env, reuse_pools, device) as pool:
+        with _pool(size, timeout_s, memory_mb, shard_env, reuse_pools) as pool:
             outcomes = pool.run_many(FN_PATH, shard_payloads, progress=progress, stop=stop)
             if stop is not None and stop.is_set():
                 return
@@ -137,29 +143,6 @@ def time_records(records: list[dict], options: TimingOptions | None = None, *, t
         return None
     failure = "; ".join(shard_errors.values()) or "timing shard did not finish"
     return [{**record, **(result or _failed("error", failure))} for record, result in zip(records, results)]
-
-
-def _layout(device: str, workers_per_gpu: int | None, cache_dir: str | None) -> tuple[dict[str, dict], int]:
-    """Each timing pool's environment by GPU ("" on the host), and the workers of each pool."""
-    env = {"TORCHINDUCTOR_FX_GRAPH_CACHE": "1"}
-    if cache_dir:
-        env["TORCHINDUCTOR_CACHE_DIR"] = str(Path(cache_dir).resolve())
-    if device == "cpu":
-        return {"": env}, 1
-    gpus = visible_gpus()
-    if not gpus:
-        raise RuntimeError("no CUDA device is visible")
-    return ({gpu: {**env, "CUDA_VISIBLE_DEVICES": gpu} for gpu in gpus},
-            workers_per_gpu or default_workers_per_gpu(len(gpus)))
-
-
-def prestart_pools(device: str, *, timeout_s: float = 600, workers_per_gpu: int | None = None,
-                   cache_dir: str | None = None, memory_mb: int | None = None) -> None:
-    """Start the pools that `time_records(..., reuse_pools=True)` with the same arguments will use, without
-    waiting for them: their workers import and create their CUDA context while the caller does other work."""
-    gpu_envs, workers = _layout(device, workers_per_gpu, cache_dir)
-    for env in gpu_envs.values():
-        _pool(workers, timeout_s, memory_mb, env, True, device)
 
 
 def _timing_columns(outcome) -> dict:
