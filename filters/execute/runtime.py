@@ -2,6 +2,12 @@
 
 The window comes with the payload (on CUDA the default 1-100 ms when none is given; none on the CPU). The
 median is always recorded as `eager_ms_<device>`. The timing stage applies the same rule to its exact times.
+
+The rough passes share the GPU with the other workers' checks, whose kernels can slow them several times over
+(on the H200, tasks whose timed eager median was 28 and 34 ms read 234 and 279 ms beside eleven other
+workers). Sharing only ever slows a pass, so a median below the window is surely below it; a median above it
+is measured again with the GPU to itself (`ALONE_RUNS` passes holding its lock exclusively) before the task
+is rejected, so that how busy the GPU was never decides a verdict.
 """
 
 from __future__ import annotations
@@ -11,6 +17,8 @@ import time
 
 from filters.base import Filter, Verdict
 from filters.execute.task_run import TaskRun
+
+ALONE_RUNS = 3   # passes with the GPU to itself, for a task whose shared-GPU median reads too slow
 
 
 def median_eager_ms(run: TaskRun) -> float:
@@ -27,14 +35,34 @@ def median_eager_ms(run: TaskRun) -> float:
     return statistics.median(samples)
 
 
+def alone_eager_ms(run: TaskRun) -> float:
+    """Median host-clock milliseconds of ALONE_RUNS forward passes (the model is warm) in one exclusive hold of
+    the GPU's lock: no other worker's check runs meanwhile."""
+    inputs = run.inputs[0]
+    samples = []
+    with run.alone_on_gpu():
+        for _ in range(ALONE_RUNS):
+            start = time.perf_counter()
+            run.forward(run.model, inputs)
+            samples.append((time.perf_counter() - start) * 1000)
+    return statistics.median(samples)
+
+
 class RuntimeCheck(Filter):
     name = "runtime"
     reads = ("model", "inputs")
 
     def filter(self, run: TaskRun) -> Verdict:
         median = median_eager_ms(run)
-        metrics = {f"eager_ms_{run.device.split(':')[0]}": round(median, 4)}
+        key = f"eager_ms_{run.device.split(':')[0]}"
+        metrics = {key: round(median, 4)}
         if run.window is None or run.window.contains(median):
             return Verdict.ok(**metrics)
+        if median > run.window.hi_ms:  # perhaps only the other workers' kernels: measure it alone
+            metrics[f"{key}_shared"] = metrics[key]
+            median = alone_eager_ms(run)
+            metrics[key] = round(median, 4)
+            if run.window.contains(median):
+                return Verdict.ok(**metrics)
         verdict = run.window.verdict(median)
         return Verdict.reject("runtime_out_of_range", verdict.detail, **metrics)

@@ -76,6 +76,16 @@ class TaskRun:
             self.lock_wait_s += time.perf_counter() - waiting
             yield
 
+    @contextlib.contextmanager
+    def alone_on_gpu(self) -> Iterator[None]:
+        """Hold the GPU's lock exclusively, as a timed run does, counting the wait in `lock_wait_s`: the other
+        workers' checks wait, so the passes inside have the GPU to themselves (`forward` inside it takes no
+        second hold)."""
+        waiting = time.perf_counter()
+        with gpu_lock(self.gpu_lock_path, shared=False):
+            self.lock_wait_s += time.perf_counter() - waiting
+            yield
+
     def forward(self, model, inputs: list) -> list[torch.Tensor]:
         """One forward pass, waited for, holding the GPU's lock in shared mode.
 
