@@ -48,8 +48,10 @@ def _verdict(result: SandboxResult) -> Verdict:
             verdict.metrics["worker_lock_wait_s"] = value["lock_wait_s"]
     if not verdict.stages:
         verdict.stages = [(SANDBOX_STAGE, result.seconds)]
-    # the worker's wall and CPU seconds on the task: a profile of the stage, line by line
-    verdict.metrics.update(worker_s=round(result.seconds, 3), worker_cpu_s=round(result.cpu_s, 3))
+    # the worker's wall and CPU seconds on the task, and which worker and which of its tasks it was (a first task
+    # pays for the worker's imports and first compile): a profile of the stage, line by line
+    verdict.metrics.update(worker_s=round(result.seconds, 3), worker_cpu_s=round(result.cpu_s, 3),
+                           worker_pid=result.pid, worker_task=result.task_number)
     return verdict
 
 

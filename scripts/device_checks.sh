@@ -10,7 +10,9 @@
 #               --planning rounds), one after the other; scripts/compare_builds.py on the two
 #   new, oldstart, oldwait   the same over several calls: `new` builds the new mode; `oldstart` starts the old
 #               mode in its own process session, so it runs on between calls while the machine is held; `oldwait`
-#               (in this call or a later one) waits for it until the deadline, then compares the two
+#               (in this call or a later one) waits for it until the deadline, then compares the two. An old build
+#               longer than a session: carry data/device/old$N_OLD (unpacked from the last `old_partial.tar.gz`)
+#               and data/device/new$N_OLD, and start it with OLD_RESUME=1 (its wall_s adds up every invocation)
 #   kb          KernelBench level 2 timed with adaptive trials (runs KB_RUNS, default "1 2": a later call can take run 2
 #               on a warm machine; KB_ARGS: more `opgen time` options), and KB_FIXED problems with 100 fixed
 #               trials (0: none)
@@ -105,9 +107,11 @@ for name in names:
       python3 scripts/compare_builds.py "$WORK/new$N_OLD" "$WORK/old$N_OLD" > "$OUT/compare_builds.txt" 2>&1
       say "compare_builds rc=$?"; head -n 40 "$OUT/compare_builds.txt" >> "$OUT/summary.txt"
       tar czf "$OUT/oldnew.tar.gz" -C "$WORK" "new$N_OLD" "old$N_OLD" 2>/dev/null ;;
-    new) build "new$N_OLD" "$N_OLD" "$NEW_S" ;;
-    oldstart)  # setsid: the device tool leaves a new process session running when the call returns
-      rm -rf "$WORK/old$N_OLD" /tmp/opgen-old.done; touch /tmp/opgen-old.started
+    new) build "new$N_OLD" "$N_OLD" "$NEW_S"; tar czf "$OUT/new$N_OLD.tar.gz" -C "$WORK" "new$N_OLD" 2>/dev/null ;;
+    oldstart)  # setsid: the device tool leaves a new process session running when the call returns;
+      # OLD_RESUME=1 keeps a carried run folder (an earlier session's old_partial.tar.gz), so the build resumes
+      [ "${OLD_RESUME:-0}" = 1 ] || rm -rf "$WORK/old$N_OLD"
+      rm -f /tmp/opgen-old.done; touch /tmp/opgen-old.started
       OLD_CMD=(python3 -m opgen build --n "$N_OLD" --seed 0 --out "$WORK/old$N_OLD" "${BUILD_ARGS[@]}" --no-stream
                --trial-mode fixed --planning rounds)
       say "old build started in the background: ${OLD_CMD[*]}"

@@ -3,7 +3,8 @@ device sections, read the same way every time.
 
     python scripts/run_profile.py RUN_DIR [--compare OTHER_RUN_DIR] [--json OUT.json]
 
-Execute stage (finished shards): candidates executed, each check's seconds per candidate it saw (from the
+Execute stage (finished shards): candidates executed, the worker processes that ran them and the mean seconds of
+each one's first task against its later ones, each check's seconds per candidate it saw (from the
 shards' `execute.done` funnels; the `sandbox` stage is the worker's time outside the checks), the workers' CPU and
 lock-wait shares (`worker_cpu_s`, `worker_lock_wait_s` over `worker_s`), and rejections for GPU memory by
 stage. Timing stage: means of a task's wall, lock wait, exclusive window, the rest, and its CPU seconds; free
@@ -50,13 +51,28 @@ def execute_profile(run: RunDir) -> dict:
     wall = sum(line.get("worker_s") or 0.0 for line in lines)
     timed = sum(1 for line in lines if line.get("worker_s"))
     memory = Counter(line.get("stage") for line in lines if not line["keep"] and is_out_of_memory(line.get("detail")))
-    return {"candidates": len(lines),
+    return {"candidates": len(lines), **first_tasks(lines),
             "check_s_per_candidate_seen": {name: round(total / seen[name], 3) for name, total in seconds.items()
                                            if seen[name]},
             "worker_s_mean": round(wall / timed, 3) if timed else None,
             "cpu_share": seconds_share(lines, "worker_cpu_s", "worker_s"),
             "lock_wait_share": seconds_share(lines, "worker_lock_wait_s", "worker_s"),
             "out_of_memory": dict(memory)}
+
+
+def first_tasks(lines: list[dict]) -> dict:
+    """Worker processes, and the mean wall and CPU seconds of each one's first task against its later ones (a
+    first task pays for the worker's imports and first compile; many workers mean many were replaced)."""
+    numbered = [line for line in lines if line.get("worker_task")]   # verdict lines from before this was kept lack it
+    if not numbered:
+        return {}
+    first = [line for line in numbered if line["worker_task"] == 1]
+    later = [line for line in numbered if line["worker_task"] > 1]
+    return {"worker_processes": len({line["worker_pid"] for line in numbered}),
+            "first_task_worker_s_mean": _mean([line.get("worker_s") for line in first]),
+            "first_task_cpu_s_mean": _mean([line.get("worker_cpu_s") for line in first]),
+            "later_task_worker_s_mean": _mean([line.get("worker_s") for line in later]),
+            "later_task_cpu_s_mean": _mean([line.get("worker_cpu_s") for line in later])}
 
 
 def timed_records(run: RunDir) -> dict[str, dict]:

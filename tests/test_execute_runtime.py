@@ -74,6 +74,13 @@ def test_a_task_slow_alone_too_is_rejected_with_both_figures(tmp_path):
     assert verdict.metrics["eager_ms_cpu"] >= 250 and verdict.metrics["eager_ms_cpu_shared"] >= 250
 
 
+def test_one_pass_far_past_the_bound_alone_decides(tmp_path):
+    run = _run(tmp_path, shared_s=0.45, alone_s=0.45)
+    verdict = RuntimeCheck().filter(run)
+    assert verdict.reason == "runtime_out_of_range" and verdict.metrics["eager_ms_cpu"] >= 450
+    assert len([p for p in run.namespace["PASSES"] if p[2]]) == 1
+
+
 def test_a_task_too_fast_is_rejected_without_taking_the_gpu(tmp_path):
     run = _run(tmp_path, shared_s=0.0, alone_s=0.0)
     verdict = RuntimeCheck().filter(run)

@@ -29,6 +29,10 @@ def test_results_in_input_order_across_workers():
         results = pool.run_many(_fn("echo"), [{"i": i} for i in range(12)])
     assert [r.status for r in results] == ["ok"] * 12
     assert [r.value["echo"]["i"] for r in results] == list(range(12))
+    # each result names its worker and which of that worker's tasks it was
+    assert all(r.pid == r.value["pid"] for r in results)
+    for pid in {r.pid for r in results}:
+        assert sorted(r.task_number for r in results if r.pid == pid) == list(range(1, 1 + sum(r.pid == pid for r in results)))
 
 
 def test_each_result_says_how_long_its_worker_had_it_and_how_much_cpu_it_used():

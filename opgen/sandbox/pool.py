@@ -43,13 +43,16 @@ class SandboxResult:
     `stopped` (never sent: see `SandboxPool.run_many`);
     `seconds` from sending the payload to its answer (the worker's time on it, its clean-up after the last
     payload and the pipes included); `cpu_s` the CPU seconds the worker spent on the function (0 when the
-    worker did not answer)."""
+    worker did not answer); `pid` the worker process and `task_number` which of its tasks this was (1: its
+    first, which pays for its imports and first compile; 0 when never sent)."""
 
     status: str
     value: dict | None
     detail: str
     seconds: float = 0.0
     cpu_s: float = 0.0
+    pid: int = 0
+    task_number: int = 0
 
 
 def is_out_of_memory(message: str | None) -> bool:
@@ -298,9 +301,10 @@ class SandboxPool:
                 worker.deadline = time.monotonic() + self.timeout_s
             elif worker.index is not None:
                 index, worker.index = worker.index, None
+                number = self._after_task(worker)
                 results[index] = SandboxResult(status, message.get("value"), message.get("detail", ""),
-                                               time.monotonic() - worker.sent_at, float(message.get("cpu_s", 0.0)))
-                self._after_task(worker)
+                                               time.monotonic() - worker.sent_at, float(message.get("cpu_s", 0.0)),
+                                               worker.proc.pid, number)
                 return index
         now = time.monotonic()
         if now > worker.deadline:
@@ -318,7 +322,8 @@ class SandboxPool:
     def _limit(self, worker: _Worker) -> float:
         return self.timeout_s if worker.started else max(STARTUP_TIMEOUT_S, self.timeout_s)
 
-    def _after_task(self, worker: _Worker) -> None:
+    def _after_task(self, worker: _Worker) -> int:
+        """Count the worker's finished task (returns which of its tasks it was); recycle a worn-out or bloated one."""
         count = self._tasks_done.get(worker.proc.pid, 0) + 1
         self._tasks_done[worker.proc.pid] = count
         worn_out = self.max_tasks_per_worker is not None and count >= self.max_tasks_per_worker
@@ -326,6 +331,7 @@ class SandboxPool:
         if worn_out or bloated:  # recycle before the next task trips the limit on memory it did not use
             worker.stop()
             self._pool.remove(worker)
+        return count
 
     def _replace(self, worker: _Worker, results: list, status: str, detail: str) -> int | None:
         index = worker.index
@@ -337,7 +343,8 @@ class SandboxPool:
                 raise RuntimeError(f"sandbox worker failed to start ({detail}): {tail}")
             return None
         results[index] = SandboxResult(status, None, detail + (f"\n{tail}" if tail else ""),
-                                       time.monotonic() - worker.sent_at)
+                                       time.monotonic() - worker.sent_at, pid=worker.proc.pid,
+                                       task_number=self._tasks_done.get(worker.proc.pid, 0) + 1)
         return index
 
 
