@@ -63,26 +63,24 @@ class TaskRun:
     def synchronize(self) -> None:
         synchronize(self.device)
 
-    @contextlib.contextmanager
-    def sharing_gpu(self, lock_path: str | None = None) -> Iterator[None]:
+    def sharing_gpu(self, lock_path: str | None = None) -> contextlib.AbstractContextManager[None]:
         """Hold the GPU's lock (`lock_path`, else the run's) in shared mode, counting the wait in `lock_wait_s`.
 
         Checks hold it around their GPU work only, one forward pass at a time: building a model's weights is
         host work, and a shared holder busy on the host keeps a waiting timed run, and everyone queued behind
         it, waiting. Wait for the GPU work before leaving (`synchronize`), or it runs on unlocked."""
-        path = lock_path or self.gpu_lock_path
-        waiting = time.perf_counter()
-        with gpu_lock(path, shared=True):
-            self.lock_wait_s += time.perf_counter() - waiting
-            yield
+        return self._holding_gpu(lock_path or self.gpu_lock_path, shared=True)
 
-    @contextlib.contextmanager
-    def alone_on_gpu(self) -> Iterator[None]:
+    def alone_on_gpu(self) -> contextlib.AbstractContextManager[None]:
         """Hold the GPU's lock exclusively, as a timed run does, counting the wait in `lock_wait_s`: the other
         workers' checks wait, so the passes inside have the GPU to themselves (`forward` inside it takes no
         second hold)."""
+        return self._holding_gpu(self.gpu_lock_path, shared=False)
+
+    @contextlib.contextmanager
+    def _holding_gpu(self, path: str | None, shared: bool) -> Iterator[None]:
         waiting = time.perf_counter()
-        with gpu_lock(self.gpu_lock_path, shared=False):
+        with gpu_lock(path, shared=shared):
             self.lock_wait_s += time.perf_counter() - waiting
             yield
 
