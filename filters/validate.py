@@ -59,24 +59,25 @@ _KEPT_POOLS = KeptPools()
 
 
 def shared_pool(workers: int, timeout_s: float, memory_mb: int | None,
-                slot_envs: list[dict[str, str]] | None = None, lane: int = 0, threads: int | None = None) -> SandboxPool:
-    """The execute checks' pool of `lane`, kept for the life of this process (see `KeptPools`); its workers get
-    `threads` OpenMP threads when it starts."""
-    return _KEPT_POOLS.get((workers, float(timeout_s), memory_mb, repr(slot_envs), lane),
+                slot_envs: list[dict[str, str]] | None = None, threads: int | None = None) -> SandboxPool:
+    """The execute checks' pool of `workers`, kept for the life of this process (see `KeptPools`) and shared by
+    the calls running side by side (a build's lanes); its workers get `threads` OpenMP threads when it starts."""
+    return _KEPT_POOLS.get((workers, float(timeout_s), memory_mb, repr(slot_envs)),
                            lambda: SandboxPool(workers, timeout_s, memory_mb, slot_envs=slot_envs, threads=threads))
 
 
 def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int = 2, timeout_s: float = 120,
                      memory_mb: int | None = 4096, runtime_window_ms: tuple[float, float] | None = None,
                      funnel: Funnel | None = None, progress: bool = False, seed: int = 0, draws: int = 3,
-                     reuse_pool: bool = False, lane: int = 0, lanes: int = 1,
+                     reuse_pool: bool = False, lanes: int = 1,
                      stop: threading.Event | None = None) -> list[dict] | None:
     """Verdict lines of the sandboxed execute checks, one per record, in input order.
 
     `reuse_pool` keeps the workers alive for the next call in this process (the build's shards); a build
-    running `lanes` such calls side by side gives each its `lane` number: its own kept pool, its share of
-    the CPU threads, and its next GPUs on a machine with several. Once `stop` is set (the build no longer needs
-    these verdicts) the checks under way finish, none starts, and the call returns None."""
+    running `lanes` such calls side by side, `workers` each, has them share one kept pool of `workers * lanes`
+    workers, oldest call first, so a shard's slowest check idles no worker while other shards wait. Once `stop`
+    is set (the build no longer needs these verdicts) the checks under way finish, none starts, and the call
+    returns None."""
     if not records:
         return []
     if funnel is not None:
@@ -84,11 +85,8 @@ def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int =
     threads = max(1, (os.cpu_count() or 1) // (workers * lanes))
     payloads = [_payload(r, device, threads, runtime_window_ms, seed, draws) for r in records]
     slot_envs = gpu_slot_envs(device)
-    if slot_envs:  # lane k's workers start on the GPU after lane k-1's
-        offset = (lane * workers) % len(slot_envs)
-        slot_envs = slot_envs[offset:] + slot_envs[:offset]
     if reuse_pool:
-        results = shared_pool(workers, timeout_s, memory_mb, slot_envs, lane, threads).run_many(
+        results = shared_pool(workers * lanes, timeout_s, memory_mb, slot_envs, threads).run_many(
             CHECK_FUNCTION, payloads, progress=progress, stop=stop)
     else:
         with SandboxPool(workers, timeout_s, memory_mb, slot_envs=slot_envs, threads=threads) as pool:

@@ -155,3 +155,21 @@ def test_unneeded_shards_are_those_after_a_source_quota_met_by_finished_shards()
     assert unneeded_shards(shards, {0}, survivors, {"torch#1": 1, "torch#2": 99}) == [3]
     # a later-finishing shard does not count before the earlier ones finish
     assert unneeded_shards(shards, {1, 4}, survivors, {"torch#2": 3}) == []
+
+
+def test_execution_order_runs_every_source_s_needed_shards_before_any_margin():
+    # session 9's round 0, shortened: torch#1 in 4 shards, torch#2 in 8, one shard each of two rare sources
+    shards = [(0, "torch#1"), (1, "torch#1"), (2, "torch#1"), (3, "torch#1"),
+              *[(4 + j, "torch#2") for j in range(8)], (12, "torch#4"), (13, "transformers")]
+    order = rounds.execution_order(shards)
+    assert sorted(order) == list(range(14))
+    # the rare sources and each source's first shard start at once
+    assert order[:4] == [0, 4, 12, 13]
+    # torch#1's last shard (its likeliest margin) waits until torch#2 is as far along: behind torch#2's 7th
+    assert order.index(3) > order.index(9) and order.index(3) < order.index(11)
+    # within a source, sample-index order
+    for source in ("torch#1", "torch#2"):
+        own = [shard for shard in order if dict(shards)[shard] == source]
+        assert own == sorted(own)
+    # taking sources in turn would have run torch#1's last shard fourth of the big two's
+    assert order.index(3) > 8

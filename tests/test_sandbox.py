@@ -171,3 +171,62 @@ def test_a_stopped_call_finishes_the_tasks_under_way_and_sends_no_more():
         # the pool is fine for the next call, with the same worker
         [after] = pool.run_many(_fn("echo"), [{"i": 9}])
     assert after.status == "ok" and after.value["pid"] == results[0].value["pid"]
+
+
+def test_calls_from_several_threads_share_the_workers_oldest_call_first():
+    import threading
+    import time
+
+    with _pool(workers=2) as pool:
+        pool.run_many(_fn("echo"), [{}, {}])   # both workers started
+        out: dict[str, list] = {}
+
+        def call(name: str, payloads: list[dict]) -> None:
+            out[name] = pool.run_many(_fn("nap"), payloads)
+
+        first = threading.Thread(target=call, args=("a", [{"s": 2.0, "tag": "long"}, {"s": 0.1, "tag": "a1"},
+                                                           {"s": 0.1, "tag": "a2"}]))
+        first.start()
+        time.sleep(0.3)
+        second = threading.Thread(target=call, args=("b", [{"s": 0.1, "tag": f"b{i}"} for i in range(4)]))
+        second.start()
+        first.join()
+        second.join()
+    a, b = ([r.value for r in out[name]] for name in ("a", "b"))
+    assert [r["tag"] for r in a] == ["long", "a1", "a2"] and [r["tag"] for r in b] == ["b0", "b1", "b2", "b3"]
+    long_task = a[0]
+    # the second call ran on the worker the first call's long task left free, before that task ended
+    assert max(r["end"] for r in b) < long_task["end"]
+    assert {r["pid"] for r in b} == {r["pid"] for r in a[1:]} != {long_task["pid"]}
+    # the first call's own short tasks went first
+    assert max(r["start"] for r in a[1:]) <= min(r["start"] for r in b)
+
+
+def test_many_threads_at_once_each_get_their_own_results_in_order():
+    from concurrent.futures import ThreadPoolExecutor
+
+    with _pool(workers=3) as pool, ThreadPoolExecutor(6) as threads:
+        calls = [threads.submit(pool.run_many, _fn("echo"), [{"call": c, "i": i} for i in range(5)]) for c in range(6)]
+        results = [call.result() for call in calls]
+    for c, call in enumerate(results):
+        assert [r.value["echo"] for r in call] == [{"call": c, "i": i} for i in range(5)]
+
+
+def test_a_stopped_call_beside_another_withdraws_only_its_own_payloads():
+    import threading
+
+    with _pool(workers=1) as pool:
+        stop = threading.Event()
+        out: dict[str, list] = {}
+        first = threading.Thread(target=lambda: out.__setitem__("a", pool.run_many(
+            _fn("nap"), [{"s": 1.0, "tag": "a0"}, {"s": 0.1, "tag": "a1"}], stop=stop)))
+        first.start()
+        second = threading.Thread(target=lambda: out.__setitem__("b", pool.run_many(
+            _fn("nap"), [{"s": 0.1, "tag": "b0"}])))
+        while not pool._calls or len(pool._calls[0].pending) != 1:   # a0 sent, a1 waiting
+            threading.Event().wait(0.01)
+        second.start()
+        stop.set()
+        first.join()
+        second.join()
+    assert [r.status for r in out["a"]] == ["ok", "stopped"] and [r.status for r in out["b"]] == ["ok"]

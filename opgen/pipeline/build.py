@@ -91,7 +91,8 @@ class Build:
         log.info("%s build n=%d seed=%d in %s (executor %s, %s%s)", "resuming" if resuming else "starting",
                  self.config.n, self.config.seed, self.rundir.root, self.executor.name,
                  "streaming" if self.stream else "stage by stage",
-                 f", {lanes} execute lane(s) of {self.executor.job_workers(self.execute)} workers" if lanes else "")
+                 f", {lanes} execute lane(s) sharing {lanes * self.executor.job_workers(self.execute)} workers"
+                 if lanes else "")
         self.bar = tqdm(total=self.config.n, desc="tasks", unit="task", file=sys.stderr, disable=not self.progress,
                         dynamic_ncols=True, position=0)
         try:
@@ -280,16 +281,10 @@ class Build:
                 for record in self._static_kept(shard) if lines[record["sample_index"]]["keep"]]
 
     def _submit_work(self, state: RoundState) -> None:
-        """Execute jobs for the round's unexecuted shards, the sources taken in turn (a rare source's few shards
-        run early instead of after all of the common one's); timing jobs for those executed but not timed."""
+        """Execute jobs for the round's unexecuted shards, every source's needed shards before any source's
+        margin (`rounds.execution_order`); timing jobs for those executed but not timed."""
         config = self.config
-        turn: Counter = Counter()
-        order = []
-        for shard in state.shards:
-            source = state.sources.get(shard)
-            order.append((turn[source], shard))
-            turn[source] += 1
-        for _, shard in sorted(order):
+        for shard in rounds.execution_order([(shard, state.sources.get(shard)) for shard in state.shards]):
             folder = self.rundir.shard_dir(shard)
             if self.rundir.done(folder, "execute") is not None:
                 state.executed.add(shard)

@@ -139,6 +139,23 @@ def select(survivors: list[dict], wanted: dict[str, int]) -> tuple[list[dict], l
     return chosen, surplus
 
 
+def execution_order(shards: list[tuple[int, str | None]]) -> list[int]:
+    """The order to execute a round's shards (given in sample-index order, with the source each draws): every
+    source's shards advance at the same pace, shard j of a source's m going at j / m (ties by shard).
+
+    A round draws each source's deficit times a margin, so a source's last shards are the likeliest to be
+    surplus: this order runs every source's needed shards before any source's margin, and a source of few
+    shards (a rare one) starts early. Taking the sources in turn instead ran a small source's margin before
+    a large one's needed shards, and the build waited for those at its end."""
+    totals = Counter(source for _, source in shards)
+    seen: Counter = Counter()
+    keyed = []
+    for shard, source in shards:
+        keyed.append((seen[source] / totals[source], shard))
+        seen[source] += 1
+    return [shard for _, shard in sorted(keyed)]
+
+
 def unneeded_shards(shards: list[tuple[int, str | None]], finished: set[int], survivors: Callable[[int], int],
                     wanted: dict[str, int]) -> list[int]:
     """Shards (in sample-index order, with the source each draws) that cannot add to the dataset: a source's
