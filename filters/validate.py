@@ -85,9 +85,18 @@ def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int =
     threads = max(1, (os.cpu_count() or 1) // (workers * lanes))
     payloads = [_payload(r, device, threads, runtime_window_ms, seed, draws) for r in records]
     slot_envs = gpu_slot_envs(device)
+    retried: dict[int, str] = {}
     if reuse_pool:
-        results = shared_pool(workers * lanes, timeout_s, memory_mb, slot_envs, threads).run_many(
-            CHECK_FUNCTION, payloads, progress=progress, stop=stop)
+        pool = shared_pool(workers * lanes, timeout_s, memory_mb, slot_envs, threads)
+        results = pool.run_many(CHECK_FUNCTION, payloads, progress=progress, stop=stop)
+        if workers * lanes > 1:
+            # GPU memory runs short only while other checks hold it, and most such tasks pass when tried again at
+            # once in a kept worker, ahead of the queued shards: seconds, where a fresh worker costs its imports
+            # and first compile (~15 s, and the shard waits for each in turn)
+            short = [i for i, result in enumerate(results) if _short_of_gpu_memory(result)]
+            for index, result in zip(short, pool.run_many(CHECK_FUNCTION, [payloads[i] for i in short], stop=stop,
+                                                          first=True)):
+                results[index], retried[index] = result, "kept worker"
     else:
         with SandboxPool(workers, timeout_s, memory_mb, slot_envs=slot_envs, threads=threads) as pool:
             results = pool.run_many(CHECK_FUNCTION, payloads, progress=progress, stop=stop)
@@ -97,18 +106,25 @@ def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int =
                if over_memory_limit(result) or (workers * lanes > 1 and out_of_memory(result, "detail"))]
     if crowded:
         # Workers share the GPU, and a kept worker's resident memory holds what its earlier tasks left: a task
-        # that ran out of memory beside others, or past the resident limit, is judged again alone in a fresh
-        # worker, so its verdict is about the task, not about its neighbours or its predecessors.
+        # that ran out of memory beside others (again), or past the resident limit, is judged again alone in a
+        # fresh worker, so its verdict is about the task, not about its neighbours or its predecessors.
         with SandboxPool(1, timeout_s, memory_mb, max_tasks_per_worker=1) as pool:
             for index, result in zip(crowded, pool.run_many(CHECK_FUNCTION, [payloads[i] for i in crowded])):
-                results[index] = result
+                results[index], retried[index] = result, "fresh worker"
     lines = []
-    for record, result in zip(records, results):
+    for index, (record, result) in enumerate(zip(records, results)):
         verdict = _verdict(result)
+        if index in retried:   # judged on a second try (see above): where
+            verdict.metrics["memory_retry"] = retried[index]
         if funnel is not None:
             funnel.count(verdict)
         lines.append(verdict.line(record))
     return lines
+
+
+def _short_of_gpu_memory(result: SandboxResult) -> bool:
+    """The task's checks ran out of GPU memory (not past the pool's resident limit, which kills the worker)."""
+    return not over_memory_limit(result) and out_of_memory(result, "detail")
 
 
 def validate_records(records: list[dict], *, device: str = "cpu", workers: int = 2, timeout_s: float = 120,

@@ -230,3 +230,19 @@ def test_a_stopped_call_beside_another_withdraws_only_its_own_payloads():
         first.join()
         second.join()
     assert [r.status for r in out["a"]] == ["ok", "stopped"] and [r.status for r in out["b"]] == ["ok"]
+
+
+def test_a_call_made_first_goes_ahead_of_the_waiting_ones():
+    import threading
+
+    with _pool(workers=1) as pool:
+        out: dict[str, list] = {}
+        waiting = threading.Thread(target=lambda: out.__setitem__("a", pool.run_many(
+            _fn("nap"), [{"s": 1.0, "tag": "a0"}, {"s": 0.1, "tag": "a1"}, {"s": 0.1, "tag": "a2"}])))
+        waiting.start()
+        while not pool._calls or len(pool._calls[0].pending) != 2:   # a0 sent, a1 and a2 waiting
+            threading.Event().wait(0.01)
+        out["b"] = pool.run_many(_fn("nap"), [{"s": 0.1, "tag": "b0"}], first=True)
+        waiting.join()
+    a, [b] = [r.value for r in out["a"]], [r.value for r in out["b"]]
+    assert a[0]["end"] <= b["start"] <= b["end"] <= a[1]["start"]

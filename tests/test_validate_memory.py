@@ -74,3 +74,55 @@ def test_timing_recognises_out_of_memory_results():
     crashed = SandboxResult("crash", None, "worker exited with status 70")
     assert out_of_memory(oom, "timing_error")
     assert not any(out_of_memory(r, "timing_error") for r in (fine, broken, crashed))
+
+
+def _short_once(marker: Path) -> str:
+    """A task whose first forward pass anywhere runs out of GPU memory (as beside other workers' checks)."""
+    return (BAD / "trivial__identity.py").read_text().replace(
+        "    def forward(self, x):\n",
+        "    def forward(self, x):\n"
+        "        import os\n"
+        f"        if not os.path.exists({str(marker)!r}):\n"
+        f"            open({str(marker)!r}, 'w').close()\n"
+        "            raise RuntimeError('CUDA out of memory. Tried to allocate 2.00 GiB')\n")
+
+
+def test_a_task_short_of_gpu_memory_is_tried_again_in_a_kept_worker_first(monkeypatch, tmp_path):
+    made: list[int] = []
+    real_pool = validate.SandboxPool
+
+    def counting_pool(size, *args, **kwargs):
+        made.append(size)
+        return real_pool(size, *args, **kwargs)
+
+    monkeypatch.setattr(validate, "SandboxPool", counting_pool)
+    records = [{"id": "short", "code": _short_once(tmp_path / "ran")},
+               {"id": "other", "code": (BAD / "exec_error__raises.py").read_text()}]
+    kept = len(validate._KEPT_POOLS)
+    try:
+        lines = validate.execute_verdicts(records, workers=1, lanes=2, timeout_s=60, memory_mb=None, reuse_pool=True)
+        pool = validate._KEPT_POOLS.values()[kept]
+        pids = {worker.proc.pid for worker in pool._pool}
+    finally:
+        validate._KEPT_POOLS.close_except(set())
+    assert made == [2]   # the kept pool of both lanes' workers, and no fresh worker
+    assert (tmp_path / "ran").exists()
+    # judged on the second try, past the eager pass that ran short
+    assert (lines[0]["reason"], lines[0]["memory_retry"]) == ("trivial", "kept worker")
+    assert lines[0]["worker_pid"] in pids
+    assert lines[1]["reason"] == "exec_error" and "memory_retry" not in lines[1]
+
+
+def test_a_task_short_of_gpu_memory_in_a_pool_of_its_own_goes_to_a_fresh_worker(monkeypatch, tmp_path):
+    made: list[tuple] = []
+    real_pool = validate.SandboxPool
+
+    def counting_pool(size, *args, **kwargs):
+        made.append((size, kwargs.get("max_tasks_per_worker")))
+        return real_pool(size, *args, **kwargs)
+
+    monkeypatch.setattr(validate, "SandboxPool", counting_pool)
+    [line] = validate.execute_verdicts([{"id": "short", "code": _short_once(tmp_path / "ran")}], workers=2,
+                                       timeout_s=60, memory_mb=None)
+    assert made == [(2, None), (1, 1)]
+    assert (line["reason"], line["memory_retry"]) == ("trivial", "fresh worker")

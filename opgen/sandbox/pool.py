@@ -264,18 +264,22 @@ class SandboxPool:
         self._pool.clear()
 
     def run_many(self, fn_path: str, payloads: list[dict], progress: bool = False,
-                 stop: threading.Event | None = None) -> list[SandboxResult]:
+                 stop: threading.Event | None = None, first: bool = False) -> list[SandboxResult]:
         """Run `fn(payload)` for every payload; results in input order, exactly one per payload.
 
-        Calls from several threads share the workers, oldest call first. Once `stop` is set no further payload
-        is sent: the tasks under way finish, and the others come back with status STOPPED (the caller no longer
+        Calls from several threads share the workers, oldest call first; a call made `first` goes ahead of those
+        waiting (a retry that its caller's other results wait for). Once `stop` is set no further payload is
+        sent: the tasks under way finish, and the others come back with status STOPPED (the caller no longer
         needs them)."""
         if not payloads:
             return []
         bar = tqdm(total=len(payloads), file=sys.stderr, disable=not progress, unit="task", dynamic_ncols=True)
         call = _Call(fn_path, payloads, stop, bar)
         with self._lock:
-            self._calls.append(call)
+            if first:
+                self._calls.insert(0, call)
+            else:
+                self._calls.append(call)
             if self._server is None:
                 self._server = threading.Thread(target=self._serve, name="opgen-sandbox-pool", daemon=True)
                 self._server.start()
