@@ -59,25 +59,24 @@ _KEPT_POOLS = KeptPools()
 
 
 def shared_pool(workers: int, timeout_s: float, memory_mb: int | None,
-                slot_envs: list[dict[str, str]] | None = None, threads: int | None = None) -> SandboxPool:
-    """The execute checks' pool of `workers`, kept for the life of this process (see `KeptPools`) and shared by
-    the calls running side by side (a build's lanes); its workers get `threads` OpenMP threads when it starts."""
-    return _KEPT_POOLS.get((workers, float(timeout_s), memory_mb, repr(slot_envs)),
+                slot_envs: list[dict[str, str]] | None = None, lane: int = 0, threads: int | None = None) -> SandboxPool:
+    """The execute checks' pool of `lane`, kept for the life of this process (see `KeptPools`); its workers get
+    `threads` OpenMP threads when it starts."""
+    return _KEPT_POOLS.get((workers, float(timeout_s), memory_mb, repr(slot_envs), lane),
                            lambda: SandboxPool(workers, timeout_s, memory_mb, slot_envs=slot_envs, threads=threads))
 
 
 def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int = 2, timeout_s: float = 120,
                      memory_mb: int | None = 4096, runtime_window_ms: tuple[float, float] | None = None,
                      funnel: Funnel | None = None, progress: bool = False, seed: int = 0, draws: int = 3,
-                     reuse_pool: bool = False, lanes: int = 1,
+                     reuse_pool: bool = False, lane: int = 0, lanes: int = 1,
                      stop: threading.Event | None = None) -> list[dict] | None:
     """Verdict lines of the sandboxed execute checks, one per record, in input order.
 
     `reuse_pool` keeps the workers alive for the next call in this process (the build's shards); a build
-    running `lanes` such calls side by side, `workers` each, has them share one kept pool of `workers * lanes`
-    workers, oldest call first, so a shard's slowest check idles no worker while other shards wait. Once `stop`
-    is set (the build no longer needs these verdicts) the checks under way finish, none starts, and the call
-    returns None."""
+    running `lanes` such calls side by side gives each its `lane` number: its own kept pool, its share of
+    the CPU threads, and its next GPUs on a machine with several. Once `stop` is set (the build no longer needs
+    these verdicts) the checks under way finish, none starts, and the call returns None."""
     if not records:
         return []
     if funnel is not None:
@@ -85,17 +84,19 @@ def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int =
     threads = max(1, (os.cpu_count() or 1) // (workers * lanes))
     payloads = [_payload(r, device, threads, runtime_window_ms, seed, draws) for r in records]
     slot_envs = gpu_slot_envs(device)
+    if slot_envs:  # lane k's workers start on the GPU after lane k-1's
+        offset = (lane * workers) % len(slot_envs)
+        slot_envs = slot_envs[offset:] + slot_envs[:offset]
     retried: dict[int, str] = {}
     if reuse_pool:
-        pool = shared_pool(workers * lanes, timeout_s, memory_mb, slot_envs, threads)
+        pool = shared_pool(workers, timeout_s, memory_mb, slot_envs, lane, threads)
         results = pool.run_many(CHECK_FUNCTION, payloads, progress=progress, stop=stop)
         if workers * lanes > 1:
             # GPU memory runs short only while other checks hold it, and most such tasks pass when tried again at
-            # once in a kept worker, ahead of the queued shards: seconds, where a fresh worker costs its imports
-            # and first compile (~15 s, and the shard waits for each in turn)
+            # once in a kept worker: seconds, where a fresh worker costs its imports and first compile (~15 s,
+            # one after another, while the shard waits)
             short = [i for i, result in enumerate(results) if _short_of_gpu_memory(result)]
-            for index, result in zip(short, pool.run_many(CHECK_FUNCTION, [payloads[i] for i in short], stop=stop,
-                                                          first=True)):
+            for index, result in zip(short, pool.run_many(CHECK_FUNCTION, [payloads[i] for i in short], stop=stop)):
                 results[index], retried[index] = result, "kept worker"
     else:
         with SandboxPool(workers, timeout_s, memory_mb, slot_envs=slot_envs, threads=threads) as pool:

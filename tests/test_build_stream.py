@@ -106,7 +106,7 @@ def test_stage_by_stage_in_one_execute_lane_gives_the_same_dataset(streamed, tmp
     shard to its end; the streaming build would run two lanes of two and skip shards."""
     done = build(tmp_path / "run", "stages", workers=4)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "stage by stage, 1 execute lane(s) sharing 4 workers" in (tmp_path / "run" / "logs" / "build.log").read_text()
+    assert "stage by stage, 1 execute lane(s) of 4 workers" in (tmp_path / "run" / "logs" / "build.log").read_text()
     assert rows(tmp_path / "run") == rows(streamed)
     assert json.loads((tmp_path / "run" / "stats.json").read_text())["skipped_shards"] == 0
 

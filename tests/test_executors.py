@@ -67,7 +67,7 @@ def test_unlaned_own_worker_stage_runs_one_job_at_a_time_with_every_worker():
         executor.close()
 
 
-def test_execute_lanes_share_one_kept_pool_of_all_their_workers():
+def test_execute_lanes_keep_a_pool_each_and_run_side_by_side():
     from filters import validate
 
     bad = Path(__file__).parent / "bad_tasks"
@@ -77,7 +77,7 @@ def test_execute_lanes_share_one_kept_pool_of_all_their_workers():
 
     def lane(index: int) -> None:
         lines[index] = validate.execute_verdicts(records, workers=1, timeout_s=60, memory_mb=None, reuse_pool=True,
-                                                 lanes=2)
+                                                 lane=index, lanes=2)
 
     kept = len(validate._KEPT_POOLS)
     try:
@@ -87,14 +87,12 @@ def test_execute_lanes_share_one_kept_pool_of_all_their_workers():
         for thread in threads:
             thread.join(timeout=300)
         assert [[line["reason"] for line in lines[index]] for index in (0, 1)] == [["trivial", "exec_error"]] * 2
-        assert len(validate._KEPT_POOLS) == kept + 1
-        pool = validate._KEPT_POOLS.values()[kept]
-        assert pool.workers == 2   # both lanes' workers, in one pool
-        pids = sorted(worker.proc.pid for worker in pool._pool)
-        lane(0)   # the next shard runs in the workers kept
-        assert lines[0][0]["reason"] == "trivial" and sorted(w.proc.pid for w in pool._pool) == pids
-        # the two calls' four checks ran in both workers, not each call in one of its own
-        assert {line["worker_pid"] for index in (0, 1) for line in lines[index]} <= set(pids)
+        pools = [validate.shared_pool(1, 60, None, None, index) for index in (0, 1)]
+        assert len(validate._KEPT_POOLS) == kept + 2 and pools[0] is not pools[1]
+        pids = [[worker.proc.pid for worker in pool._pool] for pool in pools]
+        lane(0)   # the next shard of lane 0 runs in the worker lane 0 kept
+        assert lines[0][0]["reason"] == "trivial" and [w.proc.pid for w in pools[0]._pool] == pids[0]
+        assert set(pids[0]).isdisjoint(pids[1])
     finally:
         validate._KEPT_POOLS.close_except(set())
 

@@ -15,13 +15,6 @@ def slow_echo(payload: dict) -> dict:
     return echo(payload)
 
 
-def nap(payload: dict) -> dict:
-    """Sleep `s` seconds; when it ran (wall clock) and where."""
-    started = time.time()
-    time.sleep(payload["s"])
-    return {"tag": payload.get("tag"), "pid": os.getpid(), "start": started, "end": time.time()}
-
-
 def spin(payload: dict) -> dict:
     """Keep a core busy for half a second."""
     end = time.perf_counter() + 0.5

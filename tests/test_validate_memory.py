@@ -87,7 +87,7 @@ def _short_once(marker: Path) -> str:
         "            raise RuntimeError('CUDA out of memory. Tried to allocate 2.00 GiB')\n")
 
 
-def test_a_task_short_of_gpu_memory_is_tried_again_in_a_kept_worker_first(monkeypatch, tmp_path):
+def test_a_task_short_of_gpu_memory_is_tried_again_in_a_kept_worker(monkeypatch, tmp_path):
     made: list[int] = []
     real_pool = validate.SandboxPool
 
@@ -100,12 +100,12 @@ def test_a_task_short_of_gpu_memory_is_tried_again_in_a_kept_worker_first(monkey
                {"id": "other", "code": (BAD / "exec_error__raises.py").read_text()}]
     kept = len(validate._KEPT_POOLS)
     try:
-        lines = validate.execute_verdicts(records, workers=1, lanes=2, timeout_s=60, memory_mb=None, reuse_pool=True)
+        lines = validate.execute_verdicts(records, workers=2, timeout_s=60, memory_mb=None, reuse_pool=True)
         pool = validate._KEPT_POOLS.values()[kept]
         pids = {worker.proc.pid for worker in pool._pool}
     finally:
         validate._KEPT_POOLS.close_except(set())
-    assert made == [2]   # the kept pool of both lanes' workers, and no fresh worker
+    assert made == [2]   # the kept pool, and no fresh worker
     assert (tmp_path / "ran").exists()
     # judged on the second try, past the eager pass that ran short
     assert (lines[0]["reason"], lines[0]["memory_retry"]) == ("trivial", "kept worker")

@@ -91,8 +91,7 @@ class Build:
         log.info("%s build n=%d seed=%d in %s (executor %s, %s%s)", "resuming" if resuming else "starting",
                  self.config.n, self.config.seed, self.rundir.root, self.executor.name,
                  "streaming" if self.stream else "stage by stage",
-                 f", {lanes} execute lane(s) sharing {lanes * self.executor.job_workers(self.execute)} workers"
-                 if lanes else "")
+                 f", {lanes} execute lane(s) of {self.executor.job_workers(self.execute)} workers" if lanes else "")
         self.bar = tqdm(total=self.config.n, desc="tasks", unit="task", file=sys.stderr, disable=not self.progress,
                         dynamic_ncols=True, position=0)
         try:

@@ -34,9 +34,8 @@ class Stage:
 
     `own_workers`: the stage starts its own sandboxed worker processes (validation, timing), so the local
     executor runs its jobs in driver threads instead of in its process pool: one at a time, or, for a stage
-    with `lane_workers`, in parallel lanes (one per that many of the executor's workers), every lane taking
-    the next job as soon as it is free. The execute checks' lanes share one pool of all the workers, oldest
-    job first (`SandboxPool.run_many`), so a shard's slowest candidate idles no worker while other shards wait.
+    with `lane_workers`, in parallel lanes of that many sandbox workers each, every lane taking the next
+    job as soon as it is free (a shard's slowest candidate then idles only its own lane's workers).
     """
 
     name: str
@@ -67,8 +66,7 @@ class _Lanes:
     """A stage's lanes: `count` driver threads that take its jobs from one queue, in submission order.
 
     A lane that finishes early takes the next job, so no job waits behind another lane's slow shard; each job
-    learns which lane runs it and how many there are (`lane`, `lanes` in its payload: the execute checks size
-    the pool their lanes share by it).
+    learns which lane runs it (`lane`, `lanes` in its payload), and so which of the stage's kept pools to use.
     Each job also gets a `stop` event in its payload: `stop(future)` sets it, and the job then starts no more
     of its tasks and returns early (see `SandboxPool.run_many`).
     """

@@ -63,7 +63,7 @@ def _execute_shard(payload: dict) -> dict:
                                 timeout_s=payload["timeout_s"], memory_mb=payload["memory_mb"], funnel=funnel,
                                 seed=payload.get("seed", 0),
                                 runtime_window_ms=(window.lo_ms, window.hi_ms) if window else None,
-                                reuse_pool=True, lanes=payload.get("lanes", 1),
+                                reuse_pool=True, lane=payload.get("lane", 0), lanes=payload.get("lanes", 1),
                                 stop=payload.get("stop"))
     if verdicts is None:
         return _stopped()
@@ -97,9 +97,7 @@ def _time_shard(payload: dict) -> dict:
 
 
 SAMPLE = Stage("sample+static", sample_and_screen, num_cpus=1)
-# A lane per two workers: the lanes share one pool of all the workers (filters/validate.py), oldest shard first,
-# so the lanes are only the shards in flight. (Before the pool was shared, each lane had a pool of its own; one
-# worker per lane, with the timing stage in four lanes of one, was slower on the H200 (docs/benchmarks.md,
-# session 6): every process busy, the host's cores oversubscribed.)
+# Lanes of two workers: one worker per lane, with the timing stage in four lanes of one, was slower on the H200
+# (docs/benchmarks.md, session 6): every process busy, the host's cores oversubscribed.
 EXECUTE = Stage("execute", execute_shard, num_cpus=1, own_workers=True, lane_workers=2)
 TIMING = Stage("timing", time_shard, num_cpus=1, num_gpus=1, own_workers=True)

@@ -5,9 +5,6 @@ lines over private pipes. The parent enforces the limits: a task past its deadli
 grows past `memory_mb` of resident memory (polled with psutil; RLIMIT_AS breaks torch, which reserves
 huge address ranges), has its worker's process group killed; a worker that dies (segfault, `os._exit`)
 is replaced. Every payload gets exactly one `SandboxResult`, in input order.
-
-Several threads may call `run_many` on one pool at once: their payloads share its workers, each free worker
-taking the next payload of the oldest call, so one call's slowest task idles no worker while other calls wait.
 """
 
 from __future__ import annotations
@@ -24,7 +21,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -33,7 +30,6 @@ from tqdm import tqdm
 from opgen.sandbox.worker import SYS_PATH_ENV
 
 POLL_S = 0.05
-CLOSE_WAIT_S = 2.0   # how long `close` waits for the pool's loop to end before stopping the workers
 STARTUP_TIMEOUT_S = 120.0
 STDERR_TAIL_CHARS = 1500
 DEFAULT_CACHE_DIR = Path(tempfile.gettempdir()) / "opgen-inductor-cache"
@@ -79,26 +75,6 @@ def out_of_memory(result: SandboxResult, error_key: str) -> bool:
     return result.status in ("crash", "error") and is_out_of_memory(result.detail)
 
 
-@dataclass
-class _Call:
-    """One `run_many` call: its payloads, those not yet sent, and its results as they come."""
-
-    fn_path: str
-    payloads: list[dict]
-    stop: threading.Event | None
-    bar: tqdm
-    pending: collections.deque = field(default_factory=collections.deque)
-    results: list = field(default_factory=list)
-    left: int = 0                      # results still to come
-    done: threading.Event = field(default_factory=threading.Event)
-    error: BaseException | None = None
-
-    def __post_init__(self) -> None:
-        self.pending.extend(range(len(self.payloads)))
-        self.results = [None] * len(self.payloads)
-        self.left = len(self.payloads)
-
-
 class _Worker:
     """One worker process, its protocol pipes, and the task it is running."""
 
@@ -112,18 +88,16 @@ class _Worker:
         os.set_blocking(self.proc.stdout.fileno(), False)
         self.buffer = b""
         self.ready = False
-        self.call: _Call | None = None   # the call whose payload is in flight
-        self.index: int | None = None    # that payload's index in its call
+        self.index: int | None = None  # payload index in flight
         self.deadline = time.monotonic() + STARTUP_TIMEOUT_S
         self.started = False
         self.sent_at = 0.0
 
-    def send(self, call: _Call, index: int, startup_s: float) -> None:
+    def send(self, index: int, fn_path: str, payload: dict, startup_s: float) -> None:
         self.log.truncate(0)
-        self.call, self.index, self.started, self.sent_at = call, index, False, time.monotonic()
+        self.index, self.started, self.sent_at = index, False, time.monotonic()
         self.deadline = time.monotonic() + startup_s  # importing the function's module is not the task's time
-        message = {"fn": call.fn_path, "payload": call.payloads[index]}
-        self.proc.stdin.write((json.dumps(message) + "\n").encode())
+        self.proc.stdin.write((json.dumps({"fn": fn_path, "payload": payload}) + "\n").encode())
         self.proc.stdin.flush()
 
     def read_messages(self) -> list[dict] | None:
@@ -231,9 +205,6 @@ class SandboxPool:
         self.slot_envs = [dict(extra) for extra in slot_envs or []]
         self._pool: list[_Worker] = []
         self._tasks_done: dict[int, int] = {}
-        self._lock = threading.RLock()        # guards the open calls (callers add them, the loop serves them)
-        self._calls: list[_Call] = []         # open `run_many` calls, oldest first
-        self._server: threading.Thread | None = None
 
     def _worker_env(self, extra: dict[str, str]) -> dict[str, str]:
         env = dict(os.environ)
@@ -256,104 +227,47 @@ class SandboxPool:
         self.close()
 
     def close(self) -> None:
-        server = self._server
-        if server is not None and server is not threading.current_thread():
-            server.join(timeout=CLOSE_WAIT_S)   # its loop ends once no call is open
         for worker in self._pool:
             worker.stop()
         self._pool.clear()
 
     def run_many(self, fn_path: str, payloads: list[dict], progress: bool = False,
-                 stop: threading.Event | None = None, first: bool = False) -> list[SandboxResult]:
+                 stop: threading.Event | None = None) -> list[SandboxResult]:
         """Run `fn(payload)` for every payload; results in input order, exactly one per payload.
 
-        Calls from several threads share the workers, oldest call first; a call made `first` goes ahead of those
-        waiting (a retry that its caller's other results wait for). Once `stop` is set no further payload is
-        sent: the tasks under way finish, and the others come back with status STOPPED (the caller no longer
-        needs them)."""
-        if not payloads:
-            return []
+        Once `stop` is set no further payload is sent: the tasks under way finish, and the others come back with
+        status STOPPED (the caller no longer needs them)."""
+        results: list[SandboxResult | None] = [None] * len(payloads)
+        pending = collections.deque(range(len(payloads)))
         bar = tqdm(total=len(payloads), file=sys.stderr, disable=not progress, unit="task", dynamic_ncols=True)
-        call = _Call(fn_path, payloads, stop, bar)
-        with self._lock:
-            if first:
-                self._calls.insert(0, call)
-            else:
-                self._calls.append(call)
-            if self._server is None:
-                self._server = threading.Thread(target=self._serve, name="opgen-sandbox-pool", daemon=True)
-                self._server.start()
-        try:
-            call.done.wait()
-        finally:
-            bar.close()
-        if call.error is not None:
-            raise call.error
-        return call.results
-
-    def _serve(self) -> None:
-        """The pool's one loop, in a thread of its own while any call is open: send payloads to free workers,
-        read their answers, enforce the limits. An error (a worker that cannot start) fails every open call
-        and stops the workers, so no answer of theirs lands in a later call."""
         selector = selectors.DefaultSelector()
         try:
-            while True:
-                with self._lock:
-                    self._withdraw_stopped()
-                    queued = any(call.pending for call in self._calls)
-                    if not queued and all(worker.call is None for worker in self._pool):
-                        self._server = None   # every open call has all its results
-                        return
-                if queued:
+            while pending or any(w.index is not None for w in self._pool):
+                if stop is not None and stop.is_set():
+                    for index in pending:
+                        results[index] = SandboxResult(STOPPED, None, "stopped before it was sent: not needed", 0.0)
+                    pending.clear()
+                if pending:
                     self._fill_pool()
                 for worker in self._pool:
-                    if worker.ready and worker.call is None and not self._send_next(worker):
-                        break
+                    if worker.ready and worker.index is None and pending:
+                        self._dispatch(worker, pending, fn_path, payloads)
                 selector = self._reselect(selector)
-                waiting = [w for w in self._pool if w.call is not None or not w.ready]  # idle workers: no deadline
+                waiting = [w for w in self._pool if w.index is not None or not w.ready]  # idle workers have no deadline
                 timeout = max(0.0, min([POLL_S] + [w.deadline - time.monotonic() for w in waiting]))
                 selector.select(timeout)
                 for worker in list(self._pool):
-                    self._service(worker)
-        except BaseException as error:
-            with self._lock:
-                for call in self._calls:
-                    call.error = error
-                    call.done.set()
-                self._calls.clear()
-                self._server = None
-            self.close()
+                    done = self._service(worker, results)
+                    if done is not None:
+                        bar.update(1)
         finally:
             selector.close()
+            bar.close()
+        return results  # type: ignore[return-value]
 
-    def _withdraw_stopped(self) -> None:
-        """Payloads of stopped calls not yet sent come back STOPPED (the caller holds the lock)."""
-        for call in list(self._calls):
-            if call.stop is not None and call.stop.is_set() and call.pending:
-                for index in call.pending:
-                    self._finish(call, index, SandboxResult(STOPPED, None, "stopped before it was sent: not needed"))
-                call.pending.clear()
-
-    def _send_next(self, worker: _Worker) -> bool:
-        """Send `worker` the next payload of the oldest call with one waiting; whether there was one."""
-        with self._lock:
-            call = next((call for call in self._calls if call.pending), None)
-            if call is None:
-                return False
-            index = call.pending.popleft()
-        worker.send(call, index, max(STARTUP_TIMEOUT_S, self.timeout_s))
-        return True
-
-    def _finish(self, call: _Call, index: int, result: SandboxResult) -> None:
-        """Record one result; the call is done when it has them all."""
-        call.results[index] = result
-        call.left -= 1
-        call.bar.update(1)
-        if call.left == 0:
-            with self._lock:
-                if call in self._calls:
-                    self._calls.remove(call)
-            call.done.set()
+    def _dispatch(self, worker: _Worker, pending: collections.deque, fn_path: str, payloads: list[dict]) -> None:
+        index = pending.popleft()
+        worker.send(index, fn_path, payloads[index], max(STARTUP_TIMEOUT_S, self.timeout_s))
 
     def _fill_pool(self) -> None:
         taken = {worker.slot for worker in self._pool}
@@ -373,11 +287,11 @@ class SandboxPool:
             selector.register(worker.proc.stdout, selectors.EVENT_READ)
         return selector
 
-    def _service(self, worker: _Worker) -> None:
-        """Read the worker's messages and enforce its limits; a finished payload's result goes to its call."""
+    def _service(self, worker: _Worker, results: list) -> int | None:
+        """Read the worker's messages and enforce its limits; returns the index of a payload that finished."""
         messages = worker.read_messages()
         if messages is None:
-            return self._replace(worker, "crash", worker.exit_description())
+            return self._replace(worker, results, "crash", worker.exit_description())
         for message in messages:
             status = message.get("status")
             if status == "ready":
@@ -385,24 +299,24 @@ class SandboxPool:
             elif status == "started":
                 worker.started = True
                 worker.deadline = time.monotonic() + self.timeout_s
-            elif worker.call is not None:
-                call, index = worker.call, worker.index
-                worker.call = worker.index = None
+            elif worker.index is not None:
+                index, worker.index = worker.index, None
                 number = self._after_task(worker)
-                self._finish(call, index, SandboxResult(status, message.get("value"), message.get("detail", ""),
-                                                        time.monotonic() - worker.sent_at,
-                                                        float(message.get("cpu_s", 0.0)), worker.proc.pid, number))
-                return None
+                results[index] = SandboxResult(status, message.get("value"), message.get("detail", ""),
+                                               time.monotonic() - worker.sent_at, float(message.get("cpu_s", 0.0)),
+                                               worker.proc.pid, number)
+                return index
         now = time.monotonic()
         if now > worker.deadline:
-            if worker.call is None and worker.ready:
+            if worker.index is None and worker.ready:
                 return None
             what = "task" if worker.started else ("worker start-up" if not worker.ready else "module import")
-            return self._replace(worker, "timeout", f"{what} exceeded {self._limit(worker):.0f} s")
-        if self.memory_mb is not None and worker.call is not None:
+            return self._replace(worker, results, "timeout", f"{what} exceeded {self._limit(worker):.0f} s")
+        if self.memory_mb is not None and worker.index is not None:
             rss = worker.rss_mb()
             if rss > self.memory_mb:
-                return self._replace(worker, "crash", f"{MEMORY_LIMIT}: {rss:.0f} MB resident > {self.memory_mb} MB")
+                return self._replace(worker, results, "crash",
+                                     f"{MEMORY_LIMIT}: {rss:.0f} MB resident > {self.memory_mb} MB")
         return None
 
     def _limit(self, worker: _Worker) -> float:
@@ -419,18 +333,19 @@ class SandboxPool:
             self._pool.remove(worker)
         return count
 
-    def _replace(self, worker: _Worker, status: str, detail: str) -> None:
-        """Kill `worker` (a fresh one takes its slot when next needed); its payload, if any, gets `status`."""
+    def _replace(self, worker: _Worker, results: list, status: str, detail: str) -> int | None:
+        index = worker.index
         tail = worker.stderr_tail()
         worker.kill()
         self._pool.remove(worker)
-        if worker.call is None:
+        if index is None:
             if not worker.ready:  # a worker that cannot even start would loop forever: fail loudly
                 raise RuntimeError(f"sandbox worker failed to start ({detail}): {tail}")
-            return
-        self._finish(worker.call, worker.index,
-                     SandboxResult(status, None, detail + (f"\n{tail}" if tail else ""), time.monotonic() - worker.sent_at,
-                                   pid=worker.proc.pid, task_number=self._tasks_done.get(worker.proc.pid, 0) + 1))
+            return None
+        results[index] = SandboxResult(status, None, detail + (f"\n{tail}" if tail else ""),
+                                       time.monotonic() - worker.sent_at, pid=worker.proc.pid,
+                                       task_number=self._tasks_done.get(worker.proc.pid, 0) + 1)
+        return index
 
 
 class KeptPools:
