@@ -36,7 +36,8 @@ def shard_folders(run: RunDir) -> list[Path]:
 
 
 def execute_profile(run: RunDir) -> dict:
-    """Per-candidate check seconds, CPU and lock-wait shares, memory rejections of the finished execute shards."""
+    """Per-candidate check seconds, CPU and lock-wait shares, memory retries and rejections of the finished execute
+    shards."""
     seconds: Counter = Counter()
     seen: Counter = Counter()
     lines: list[dict] = []
@@ -57,7 +58,9 @@ def execute_profile(run: RunDir) -> dict:
             "worker_s_mean": round(wall / timed, 3) if timed else None,
             "cpu_share": seconds_share(lines, "worker_cpu_s", "worker_s"),
             "lock_wait_share": seconds_share(lines, "worker_lock_wait_s", "worker_s"),
-            "out_of_memory": dict(memory)}
+            "out_of_memory": dict(memory),
+            # candidates judged on a second try after running short of GPU memory: in a kept worker, or a fresh one
+            "memory_retry": dict(Counter(line["memory_retry"] for line in lines if line.get("memory_retry")))}
 
 
 def first_tasks(lines: list[dict]) -> dict:
