@@ -36,8 +36,8 @@ def shard_folders(run: RunDir) -> list[Path]:
 
 
 def execute_profile(run: RunDir) -> dict:
-    """Per-candidate check seconds, CPU and lock-wait shares, memory retries and rejections of the finished execute
-    shards."""
+    """Per-candidate check seconds, CPU and lock-wait shares, GPU memory (peaks, retries, rejections) of the finished
+    execute shards."""
     seconds: Counter = Counter()
     seen: Counter = Counter()
     lines: list[dict] = []
@@ -60,7 +60,18 @@ def execute_profile(run: RunDir) -> dict:
             "lock_wait_share": seconds_share(lines, "worker_lock_wait_s", "worker_s"),
             "out_of_memory": dict(memory),
             # candidates judged on a second try after running short of GPU memory: in a kept worker, or a fresh one
-            "memory_retry": dict(Counter(line["memory_retry"] for line in lines if line.get("memory_retry")))}
+            "memory_retry": dict(Counter(line["memory_retry"] for line in lines if line.get("memory_retry"))),
+            "gpu_peak_mb": peak_memory(lines)}
+
+
+def peak_memory(lines: list[dict]) -> dict:
+    """The checks' peak GPU memory per candidate (`gpu_peak_mb`, CUDA only): median, 90th percentile, largest,
+    and the sum of the twelve largest (what twelve workers would hold if the largest met)."""
+    peaks = sorted(line["gpu_peak_mb"] for line in lines if line.get("gpu_peak_mb") is not None)
+    if not peaks:
+        return {}
+    return {"candidates": len(peaks), "median": peaks[len(peaks) // 2], "p90": peaks[int(0.9 * (len(peaks) - 1))],
+            "max": peaks[-1], "largest_12_sum": sum(peaks[-12:])}
 
 
 def first_tasks(lines: list[dict]) -> dict:

@@ -323,7 +323,7 @@ def test_run_profile_reads_where_the_workers_time_went(streamed, tmp_path, capsy
     assert execute["cpu_share"] == stats["throughput"]["execute_cpu_share"] and execute["worker_s_mean"] > 0
     # each worker's first task pays for its imports and its first compile
     assert 1 <= execute["worker_processes"] <= execute["candidates"]
-    assert execute["memory_retry"] == {}   # nothing runs short of GPU memory on the CPU
+    assert execute["memory_retry"] == {} and execute["gpu_peak_mb"] == {}   # no GPU memory on the CPU
     assert execute["first_task_worker_s_mean"] > execute["later_task_worker_s_mean"] > 0
     assert timing["tasks"] == stats["funnel"]["stages"]["runtime_window"]["seen"] and timing["timing_cpu_s_mean"] > 0
     # a run compared with itself: the same tasks, every ratio 1

@@ -126,3 +126,25 @@ def test_a_task_short_of_gpu_memory_in_a_pool_of_its_own_goes_to_a_fresh_worker(
                                        timeout_s=60, memory_mb=None)
     assert made == [(2, None), (1, 1)]
     assert (line["reason"], line["memory_retry"]) == ("trivial", "fresh worker")
+
+
+def test_run_profile_sums_up_the_checks_peak_gpu_memory():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("run_profile", Path(__file__).parents[1] / "scripts" / "run_profile.py")
+    run_profile = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run_profile)
+    lines = [{"gpu_peak_mb": mb} for mb in (100, 300, 200, 5000, *[10] * 20)] + [{"reason": "cpu"}]
+    figures = run_profile.peak_memory(lines)
+    assert figures == {"candidates": 24, "median": 10, "p90": 100, "max": 5000,
+                       "largest_12_sum": 5000 + 300 + 200 + 100 + 8 * 10}
+    assert run_profile.peak_memory([{"reason": None}]) == {}
+
+
+def test_the_gpu_peak_is_measured_only_where_it_can_be():
+    import torch
+
+    from filters.execute import worker
+
+    # never raises: a torch without CUDA (this machine's) says no, and check_task then records no gpu_peak_mb
+    assert worker._reset_gpu_peak() is torch.cuda.is_available()

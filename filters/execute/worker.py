@@ -50,9 +50,22 @@ def check_task(payload: dict) -> dict:
     if run.device.startswith("cuda"):
         run.gpu_lock_path = current_gpu_lock_path()
     threads = payload.get("threads")
+    measuring = run.device.startswith("cuda") and _reset_gpu_peak()
     with isolated_torch_state():
         if threads:
             torch.set_num_threads(int(threads))
         verdict = judge(run, stages_for(run.device))
+    if measuring:
+        # the most GPU memory the checks held at once: what the task needs beside other workers' checks
+        verdict.metrics["gpu_peak_mb"] = round(torch.cuda.max_memory_reserved() / 2**20)
     return {"reason": verdict.reason, "detail": verdict.detail, "metrics": verdict.metrics,
             "stages": [list(stage) for stage in verdict.stages], "lock_wait_s": round(run.lock_wait_s, 4)}
+
+
+def _reset_gpu_peak() -> bool:
+    """Start counting the GPU memory peak afresh; whether it could (a profile figure never fails a task)."""
+    try:
+        torch.cuda.reset_peak_memory_stats()
+    except Exception:  # noqa: BLE001 - no CUDA in this torch, or a broken context: the checks will say so
+        return False
+    return True
