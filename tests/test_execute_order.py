@@ -179,3 +179,29 @@ def test_the_checks_build_models_outside_the_lock_and_run_them_inside(tmp_path):
     run = TaskRun(code=LOCK_AWARE_TASK, name="lock-aware", gpu_lock_path=str(tmp_path / "gpu.lock"))
     for check in (EagerCheck(), DeterminismCheck(), DegenerateCheck(), RuntimeCheck()):
         assert check.filter(run).keep, check.name
+
+
+def test_the_compile_check_runs_later_draws_one_locked_pass_each(tmp_path, monkeypatch):
+    """The first compiled call compiles (host work, outside the lock); every later draw is one forward pass under
+    the shared lock, as every check's, and its outputs are compared before the next draw runs."""
+    from filters.execute.compile import CompileCheck
+    from filters.execute.degenerate import DegenerateCheck
+    from filters.execute.eager import EagerCheck
+    from opgen.sandbox import gpus
+
+    run = TaskRun(code=LOCK_AWARE_TASK.replace('        assert gpus._held(), "forward ran without the GPU lock"\n', ""),
+                  name="compiled", gpu_lock_path=str(tmp_path / "gpu.lock"))
+    assert EagerCheck().filter(run).keep and DegenerateCheck().filter(run).keep
+    held: list[bool] = []
+    real_forward = TaskRun.forward
+
+    def forward(self, model, inputs):
+        outputs = real_forward(self, model, inputs)
+        held.append(isinstance(model, torch._dynamo.eval_frame.OptimizedModule))
+        return outputs
+
+    monkeypatch.setattr(TaskRun, "forward", forward)
+    verdict = CompileCheck().filter(run)
+    assert verdict.keep and verdict.metrics["compile_s"] > 0
+    assert held == [True] * run.draws   # draws 1..3 of the 4, each through the locked pass
+    assert not gpus._held()
