@@ -107,7 +107,13 @@ for name in names:
       python3 scripts/compare_builds.py "$WORK/new$N_OLD" "$WORK/old$N_OLD" > "$OUT/compare_builds.txt" 2>&1
       say "compare_builds rc=$?"; head -n 40 "$OUT/compare_builds.txt" >> "$OUT/summary.txt"
       tar czf "$OUT/oldnew.tar.gz" -C "$WORK" "new$N_OLD" "old$N_OLD" 2>/dev/null ;;
-    new) build "new$N_OLD" "$N_OLD" "$NEW_S"; tar czf "$OUT/new$N_OLD.tar.gz" -C "$WORK" "new$N_OLD" 2>/dev/null ;;
+    new) build "new$N_OLD" "$N_OLD" "$NEW_S"; tar czf "$OUT/new$N_OLD.tar.gz" -C "$WORK" "new$N_OLD" 2>/dev/null
+      python3 scripts/run_profile.py "$WORK/new$N_OLD" 2>&1 | python3 -c "
+import json, sys
+figures = json.load(sys.stdin)['execute']
+print('execute: worker processes', figures.get('worker_processes'), '| memory_retry', figures.get('memory_retry'),
+      '| gpu_peak_mb', figures.get('gpu_peak_mb'), '| out_of_memory', figures.get('out_of_memory'))
+" 2>&1 | tee -a "$OUT/summary.txt" ;;
     oldstart)  # setsid: the device tool leaves a new process session running when the call returns;
       # OLD_RESUME=1 keeps a carried run folder (an earlier session's old_partial.tar.gz), so the build resumes
       [ "${OLD_RESUME:-0}" = 1 ] || rm -rf "$WORK/old$N_OLD"
