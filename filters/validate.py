@@ -87,11 +87,12 @@ def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int =
     if slot_envs:  # lane k's workers start on the GPU after lane k-1's
         offset = (lane * workers) % len(slot_envs)
         slot_envs = slot_envs[offset:] + slot_envs[:offset]
+    sharing = workers * lanes > 1   # other workers' checks on the same GPU
     retried: dict[int, str] = {}
     if reuse_pool:
         pool = shared_pool(workers, timeout_s, memory_mb, slot_envs, lane, threads)
         results = pool.run_many(CHECK_FUNCTION, payloads, progress=progress, stop=stop)
-        if workers * lanes > 1:
+        if sharing:
             # GPU memory runs short only while other checks hold it, and most such tasks pass when tried again at
             # once in a kept worker: seconds, where a fresh worker costs its imports and first compile (~15 s,
             # one after another, while the shard waits)
@@ -104,7 +105,7 @@ def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int =
     if stop is not None and stop.is_set():
         return None
     crowded = [i for i, result in enumerate(results)
-               if over_memory_limit(result) or (workers * lanes > 1 and out_of_memory(result, "detail"))]
+               if over_memory_limit(result) or (sharing and _short_of_gpu_memory(result))]
     if crowded:
         # Workers share the GPU, and a kept worker's resident memory holds what its earlier tasks left: a task
         # that ran out of memory beside others (again), or past the resident limit, is judged again alone in a

@@ -14,6 +14,20 @@ from opgen.sandbox.pool import SandboxResult, out_of_memory, over_memory_limit
 BAD = Path(__file__).parent / "bad_tasks"
 
 
+@pytest.fixture
+def pools_made(monkeypatch) -> list[tuple]:
+    """The sandbox pools execute_verdicts starts, as (workers, max_tasks_per_worker), in order."""
+    made: list[tuple] = []
+    real_pool = validate.SandboxPool
+
+    def counting_pool(size, *args, **kwargs):
+        made.append((size, kwargs.get("max_tasks_per_worker")))
+        return real_pool(size, *args, **kwargs)
+
+    monkeypatch.setattr(validate, "SandboxPool", counting_pool)
+    return made
+
+
 def test_out_of_memory_is_recognised():
     oom = SandboxResult("ok", {"reason": "exec_error", "detail": "OutOfMemoryError: CUDA out of memory."}, "")
     limit = SandboxResult("crash", None, "memory limit exceeded: 5000 MB resident > 4096 MB")
@@ -47,20 +61,12 @@ def test_the_sandbox_stage_holds_the_workers_time_outside_the_checks():
 
 
 @pytest.mark.parametrize("workers", [2, 1])
-def test_memory_hog_is_rejudged_alone_in_a_fresh_worker(monkeypatch, workers):
-    calls: list[int] = []
-    real_pool = validate.SandboxPool
-
-    def counting_pool(size, *args, **kwargs):
-        calls.append((size, kwargs.get("max_tasks_per_worker")))
-        return real_pool(size, *args, **kwargs)
-
-    monkeypatch.setattr(validate, "SandboxPool", counting_pool)
+def test_memory_hog_is_rejudged_alone_in_a_fresh_worker(pools_made, workers):
     hog = (BAD / "exec_error__huge_allocation.py").read_text()
     good = (BAD / "trivial__identity.py").read_text()
     lines = validate.execute_verdicts([{"id": "hog", "code": hog}, {"id": "other", "code": good}], workers=workers,
                                       timeout_s=60, memory_mb=2048)
-    assert calls == [(workers, None), (1, 1)]  # the first pass, then the hog alone in a worker of its own
+    assert pools_made == [(workers, None), (1, 1)]  # the first pass, then the hog alone in a worker of its own
     assert lines[0]["reason"] == "exec_error" and lines[0]["memory_limit"] is True
     assert "alone in a fresh worker, memory limit exceeded" in lines[0]["detail"]
     assert lines[1]["reason"] == "trivial" and "memory_limit" not in lines[1]
@@ -87,15 +93,7 @@ def _short_once(marker: Path) -> str:
         "            raise RuntimeError('CUDA out of memory. Tried to allocate 2.00 GiB')\n")
 
 
-def test_a_task_short_of_gpu_memory_is_tried_again_in_a_kept_worker(monkeypatch, tmp_path):
-    made: list[int] = []
-    real_pool = validate.SandboxPool
-
-    def counting_pool(size, *args, **kwargs):
-        made.append(size)
-        return real_pool(size, *args, **kwargs)
-
-    monkeypatch.setattr(validate, "SandboxPool", counting_pool)
+def test_a_task_short_of_gpu_memory_is_tried_again_in_a_kept_worker(pools_made, tmp_path):
     records = [{"id": "short", "code": _short_once(tmp_path / "ran")},
                {"id": "other", "code": (BAD / "exec_error__raises.py").read_text()}]
     kept = len(validate._KEPT_POOLS)
@@ -105,7 +103,7 @@ def test_a_task_short_of_gpu_memory_is_tried_again_in_a_kept_worker(monkeypatch,
         pids = {worker.proc.pid for worker in pool._pool}
     finally:
         validate._KEPT_POOLS.close_except(set())
-    assert made == [2]   # the kept pool, and no fresh worker
+    assert pools_made == [(2, None)]   # the kept pool, and no fresh worker
     assert (tmp_path / "ran").exists()
     # judged on the second try, past the eager pass that ran short
     assert (lines[0]["reason"], lines[0]["memory_retry"]) == ("trivial", "kept worker")
@@ -113,27 +111,21 @@ def test_a_task_short_of_gpu_memory_is_tried_again_in_a_kept_worker(monkeypatch,
     assert lines[1]["reason"] == "exec_error" and "memory_retry" not in lines[1]
 
 
-def test_a_task_short_of_gpu_memory_in_a_pool_of_its_own_goes_to_a_fresh_worker(monkeypatch, tmp_path):
-    made: list[tuple] = []
-    real_pool = validate.SandboxPool
-
-    def counting_pool(size, *args, **kwargs):
-        made.append((size, kwargs.get("max_tasks_per_worker")))
-        return real_pool(size, *args, **kwargs)
-
-    monkeypatch.setattr(validate, "SandboxPool", counting_pool)
+def test_a_task_short_of_gpu_memory_in_a_pool_of_its_own_goes_to_a_fresh_worker(pools_made, tmp_path):
     [line] = validate.execute_verdicts([{"id": "short", "code": _short_once(tmp_path / "ran")}], workers=2,
                                        timeout_s=60, memory_mb=None)
-    assert made == [(2, None), (1, 1)]
+    assert pools_made == [(2, None), (1, 1)]
     assert (line["reason"], line["memory_retry"]) == ("trivial", "fresh worker")
 
 
 def test_run_profile_sums_up_the_checks_peak_gpu_memory():
-    import importlib.util
+    import sys
 
-    spec = importlib.util.spec_from_file_location("run_profile", Path(__file__).parents[1] / "scripts" / "run_profile.py")
-    run_profile = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(run_profile)
+    sys.path.insert(0, str(Path(__file__).parents[1] / "scripts"))
+    try:
+        import run_profile
+    finally:
+        sys.path.pop(0)
     lines = [{"gpu_peak_mb": mb} for mb in (100, 300, 200, 5000, *[10] * 20)] + [{"reason": "cpu"}]
     figures = run_profile.peak_memory(lines)
     assert figures == {"candidates": 24, "median": 10, "p90": 100, "max": 5000,
