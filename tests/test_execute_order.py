@@ -11,7 +11,7 @@ from filters.execute import STAGES
 from filters.execute.task_run import TaskRun
 
 FILLED_BY_PAYLOAD = {f.name for f in dataclasses.fields(TaskRun)} - {"namespace", "model", "inputs", "outputs",
-                                                                     "work_ops"}
+                                                                     "work_ops", "input_digests"}
 
 
 def unmet_reads(stages) -> list[str]:

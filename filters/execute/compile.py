@@ -20,14 +20,15 @@ from opgen.sandbox.task import run_forward
 class CompileCheck(Filter):
     name = "compile"
     error_reason = "compile_error"
-    reads = ("model", "inputs", "outputs")
+    reads = ("namespace", "model", "inputs", "outputs", "input_digests")
 
     def filter(self, run: TaskRun) -> Verdict:
         torch._dynamo.reset()
         metrics: dict = {}
         compiled = None
         worst = 0.0
-        for draw, (inputs, eager) in enumerate(zip(run.inputs, run.outputs)):
+        for draw, eager in enumerate(run.outputs):
+            inputs = run.inputs_of(draw)  # a later draw's are drawn again: one draw's inputs held at a time
             try:
                 if compiled is None:
                     compiled = torch.compile(run.model)
@@ -42,7 +43,7 @@ class CompileCheck(Filter):
                 return Verdict.reject("compile_mismatch", f"draw {draw}: max abs diff {diff:.4g} beyond "
                                                           f"atol=rtol={CHECK_ATOL}", **metrics, max_abs_diff=diff)
             # one draw's compiled outputs at a time beside the eager ones: a dozen workers share the GPU's memory
-            del compiled_out
+            del compiled_out, inputs
         return Verdict.ok(**metrics, max_abs_diff=worst)
 
 

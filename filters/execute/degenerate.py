@@ -11,46 +11,53 @@ import torch
 from filters.base import Filter, Verdict
 from filters.execute.finite import non_finite_detail
 from filters.execute.task_run import CHECK_ATOL, CHECK_RTOL, TaskRun
-from filters.execute.tensors import all_close, as_float64, bit_equal, max_abs_diff
-from opgen.sandbox.task import draw_inputs
+from filters.execute.tensors import abs_max, all_close, bit_equal, float64_chunks, max_abs_diff
 
 
 def constant_detail(outputs: list[torch.Tensor]) -> str | None:
-    values = torch.cat([t.detach().flatten().double() for t in outputs if t.numel()]) if outputs else None
-    if values is None or values.numel() == 0:
+    tensors = [t for t in outputs if t.numel()]
+    if not tensors:
         return "empty output"
-    if bool((values == 0).all()):
+    # float64 a chunk at a time (filters.execute.tensors): the answers of all values at once, in less memory
+    if all(bool((chunk == 0).all()) for t in tensors for chunk in float64_chunks(t)):
         return "output is all zero"
-    if values.numel() > 1 and bool((values == values[0]).all()):
-        return f"output is constant ({values[0].item():.6g})"
+    first = next(float64_chunks(tensors[0]))[0]
+    if sum(t.numel() for t in tensors) > 1 and all(bool((chunk == first).all())
+                                                   for t in tensors for chunk in float64_chunks(t)):
+        return f"output is constant ({first.item():.6g})"
     return None
 
 
 class DegenerateCheck(Filter):
     name = "degenerate"
     reads = ("namespace", "model", "inputs", "outputs")
-    writes = ("inputs", "outputs")  # appends draws 1..draws
+    writes = ("outputs", "input_digests")  # draws 1..draws: their outputs, their inputs' fingerprints
 
     def filter(self, run: TaskRun) -> Verdict:
         detail = constant_detail(run.outputs[0])
         if detail:
             return Verdict.reject("degenerate_output", detail)
+        first_tensors = _tensors(run.inputs)
+        same_inputs = True
         for draw in range(1, run.draws + 1):
             with run.sharing_gpu():  # one hold per draw: drawing its inputs and one forward pass
-                inputs = draw_inputs(run.namespace, run.device, run.draw_seed(draw))
+                inputs = run.inputs_of(draw)
                 outputs = run.forward(run.model, inputs)
             bad = non_finite_detail(outputs)
             if bad:
                 return Verdict.reject("non_finite", f"draw {draw}: {bad}")
-            run.inputs.append(inputs)
+            same_inputs = same_inputs and bit_equal(first_tensors, _tensors(inputs))
             run.outputs.append(outputs)
+            del inputs  # drawn again when a later check needs them (TaskRun.inputs_of)
         first = run.outputs[0]
         metrics = {"draw_max_abs_diff": max((max_abs_diff(first, other) or 0.0) for other in run.outputs[1:]),
-                   "output_abs_max": max(t.detach().abs().max().item() for t in as_float64(first) if t.numel())}
+                   "output_abs_max": abs_max(first)}
         if all(all_close(first, other, CHECK_ATOL, CHECK_RTOL) for other in run.outputs[1:]):
-            same_inputs = all(bit_equal([x for x in run.inputs[0] if isinstance(x, torch.Tensor)],
-                                        [x for x in other if isinstance(x, torch.Tensor)]) for other in run.inputs[1:])
             why = "get_inputs returns the same inputs every draw" if same_inputs else \
                 f"output the same within atol=rtol={CHECK_ATOL} for {run.draws + 1} independent input draws"
             return Verdict.reject("degenerate_output", why, **metrics)
         return Verdict.ok(**metrics)
+
+
+def _tensors(values: list) -> list[torch.Tensor]:
+    return [x for x in values if isinstance(x, torch.Tensor)]

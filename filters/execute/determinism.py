@@ -23,7 +23,7 @@ class DeterminismCheck(Filter):
     reads = ("namespace", "model", "inputs", "outputs")
 
     def filter(self, run: TaskRun) -> Verdict:
-        inputs, first = run.inputs[0], run.outputs[0]
+        inputs, first = run.inputs, run.outputs[0]
         again = run.forward(run.model, inputs)
         if not _same(run, first, again):
             return Verdict.reject("nondeterministic", f"second call on the same inputs differs "

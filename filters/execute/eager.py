@@ -53,7 +53,7 @@ class EagerCheck(Filter):
         if random_draws:
             ops = ", ".join(sorted(set(census.random_ops))) or "unknown op"
             return Verdict.reject("stochastic_op", f"forward drew random numbers ({ops})")
-        run.inputs, run.outputs, run.work_ops = [inputs], [outputs], census.work_ops
+        run.inputs, run.outputs, run.work_ops = inputs, [outputs], census.work_ops
         output_shapes = shapes(outputs)
         return Verdict.ok(output_shape=output_shapes[0] if len(output_shapes) == 1 else output_shapes,
                           work_ops=census.work_ops)

@@ -24,7 +24,7 @@ ALONE_RUNS = 3   # passes with the GPU to itself, for a task whose shared-GPU me
 def median_eager_ms(run: TaskRun) -> float:
     """Median host-clock milliseconds of a few forward passes after one warm-up, each pass in its own hold of
     the GPU's lock (a timed run waits for one pass, not for all of them)."""
-    inputs = run.inputs[0]
+    inputs = run.inputs
     run.forward(run.model, inputs)  # warm-up
     samples = []
     for _ in range(max(1, run.timing_runs)):
@@ -44,7 +44,7 @@ def alone_eager_ms(run: TaskRun, decisive_ms: float) -> float:
     """Median host-clock milliseconds of ALONE_RUNS forward passes (the model is warm) in one exclusive hold of
     the GPU's lock: no other worker's check runs meanwhile. A pass past `decisive_ms` ends it early: alone, a
     warm model's passes differ by far less than that, and the others wait while it holds the GPU."""
-    inputs = run.inputs[0]
+    inputs = run.inputs
     samples = []
     with run.alone_on_gpu():
         for _ in range(ALONE_RUNS):

@@ -1,8 +1,9 @@
 """The state one task's execute checks share inside a worker, and which check fills which field.
 
 Every check reads only fields that an earlier check in `filters.execute.STAGES` writes (a test holds the
-order to this): `eager` loads the task and fills `namespace`, `model`, `inputs[0]`, `outputs[0]`,
-`work_ops`; `degenerate` appends the further input draws and their outputs; the rest only read.
+order to this): `eager` loads the task and fills `namespace`, `model`, `inputs` (draw 0's), `outputs[0]`,
+`work_ops`; `degenerate` runs the further input draws and appends their outputs, keeping only a fingerprint of
+their inputs (`input_digests`; `inputs_of` draws them again); the rest only read.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from dataclasses import dataclass, field
 
 import torch
 
+from filters.execute.tensors import values_digest
 from filters.window import DEFAULT_WINDOW_MS, Window
+from opgen.errors import TaskProblem
 from opgen.sandbox.gpus import gpu_lock
-from opgen.sandbox.task import input_seed, run_forward, synchronize
+from opgen.sandbox.task import draw_inputs, input_seed, run_forward, synchronize
 
 # The consuming environment checks candidates at atol = rtol = 1e-2.
 CHECK_ATOL = CHECK_RTOL = 1e-2
@@ -38,8 +41,9 @@ class TaskRun:
     timing_runs: int = 5
     namespace: dict = field(default_factory=dict)
     model: torch.nn.Module | None = None
-    inputs: list[list] = field(default_factory=list)  # one input list per draw
+    inputs: list = field(default_factory=list)  # draw 0's inputs, which most checks run on
     outputs: list[list[torch.Tensor]] = field(default_factory=list)  # eager outputs, one per draw
+    input_digests: dict[int, tuple] = field(default_factory=dict)  # later draws' input fingerprints (`inputs_of`)
     work_ops: int = 0
     gpu_lock_path: str | None = None  # the GPU's lock (opgen.sandbox.gpus), shared by checks beside timed runs
     lock_wait_s: float = 0.0          # seconds the checks waited for that lock
@@ -62,6 +66,22 @@ class TaskRun:
 
     def synchronize(self) -> None:
         synchronize(self.device)
+
+    def inputs_of(self, draw: int) -> list:
+        """Draw `draw`'s inputs: draw 0's are kept, a later draw's are drawn again from its seed each time.
+
+        Four draws of GPU-sized inputs held at once, beside a dozen other workers' checks, ran tasks out of the
+        GPU's memory (docs/benchmarks.md, session 11); drawing again costs milliseconds on the GPU. A draw that
+        does not come out as it did the first time (`get_inputs` not seeded by torch) rejects the task: the
+        checks could not compare its draws, nor could the environment reproduce them."""
+        if draw == 0:
+            return self.inputs
+        with self.sharing_gpu():
+            inputs = draw_inputs(self.namespace, self.device, self.draw_seed(draw))
+            digest = values_digest(inputs)  # waits for the draw's kernels (.item), inside the hold
+        if self.input_digests.setdefault(draw, digest) != digest:
+            raise TaskProblem("nondeterministic", f"draw {draw}: get_inputs gave other inputs for the same seed")
+        return inputs
 
     def sharing_gpu(self, lock_path: str | None = None) -> contextlib.AbstractContextManager[None]:
         """Hold the GPU's lock (`lock_path`, else the run's) in shared mode, counting the wait in `lock_wait_s`.

@@ -21,11 +21,12 @@ def _returns_an_input(inputs: list, outputs: list[torch.Tensor]) -> bool:
 
 class TrivialCheck(Filter):
     name = "trivial"
-    reads = ("work_ops", "inputs", "outputs")
+    reads = ("namespace", "work_ops", "inputs", "outputs", "input_digests")
 
     def filter(self, run: TaskRun) -> Verdict:
         if run.work_ops < MIN_WORK_OPS:
             return Verdict.reject("trivial", f"forward runs {run.work_ops} compute ops (only views/copies)")
-        if len(run.outputs[0]) == 1 and all(_returns_an_input(i, o) for i, o in zip(run.inputs, run.outputs)):
+        if len(run.outputs[0]) == 1 and all(_returns_an_input(run.inputs_of(draw), outputs)
+                                            for draw, outputs in enumerate(run.outputs)):
             return Verdict.reject("trivial", "the output is an input unchanged")
         return Verdict.ok()
