@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -67,6 +68,23 @@ def test_chunked_scans_of_one_output(monkeypatch):
     assert tensors.values_digest([a, 2]) == tensors.values_digest([a.clone(), 2]) != tensors.values_digest([b, 2])
 
 
+def test_a_comparison_reads_its_chunks_results_at_once(monkeypatch):
+    """Each comparison waits for the device once, not once a chunk: on a GPU time-shared by a dozen worker
+    processes a wait a chunk made the checks 2 s slower a candidate (docs/benchmarks.md, session 11)."""
+    monkeypatch.setattr(tensors, "CHUNK_ELEMENTS", 7)
+    reads: list[str] = []
+    for name in ("item", "__bool__", "tolist"):
+        real = getattr(torch.Tensor, name)
+        monkeypatch.setattr(torch.Tensor, name, lambda self, real=real, name=name: reads.append(name) or real(self))
+    x, y = torch.randn(5, 9), torch.randn(5, 9)
+    for compare in (lambda: tensors.all_close([x], [y], 1e-2, 1e-2), lambda: tensors.max_abs_diff([x], [y]),
+                    lambda: tensors.abs_max([x]), lambda: tensors.every_value([x], 0.0),
+                    lambda: tensors.values_digest([x, y])):
+        reads.clear()
+        compare()
+        assert len(reads) == 1, reads
+
+
 def test_a_comparison_holds_a_chunk_in_float64_not_the_outputs():
     """Two 128 MB float32 outputs compared: the process's peak grows by chunks, not by float64 copies of both
     (512 MB, and allclose's temporaries on top), as it did when the comparison converted whole outputs."""
@@ -80,7 +98,11 @@ def test_a_comparison_holds_a_chunk_in_float64_not_the_outputs():
         assert tensors.all_close([x], [y], 1e-2, 1e-2) and tensors.max_abs_diff([x], [y]) < 1e-3
         print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024)
     """)
-    grown_mb = int(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout.split()[-1])
+    # every block over 64 kB mapped on its own: freed chunks go back to the system, so the peak is the chunks'
+    # (the heap would keep them, pinned by the small per-chunk results between them)
+    env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"}
+    grown_mb = int(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                                  env=env).stdout.split()[-1])
     assert grown_mb < 64, f"the comparison grew the process by {grown_mb} MB"
 
 

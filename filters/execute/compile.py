@@ -13,6 +13,7 @@ import torch
 from filters.base import Filter, Verdict
 from filters.execute.task_run import CHECK_ATOL, CHECK_RTOL, TaskRun
 from filters.execute.tensors import all_close, max_abs_diff
+from opgen.errors import TaskProblem
 from opgen.sandbox.gpus import inductor_benchmarks_locked
 from opgen.sandbox.task import run_forward
 
@@ -28,11 +29,12 @@ class CompileCheck(Filter):
         compiled = None
         worst = 0.0
         for draw, eager in enumerate(run.outputs):
-            inputs = run.inputs_of(draw)  # a later draw's are drawn again: one draw's inputs held at a time
             try:
                 if compiled is None:
                     compiled = torch.compile(run.model)
-                compiled_out = _compiled_outputs(run, compiled, inputs, metrics, first=draw == 0)
+                compiled_out = _compiled_outputs(run, compiled, draw, metrics)
+            except TaskProblem:  # a later draw's inputs did not come back from its seed: that check's verdict
+                raise
             except Exception as error:  # noqa: BLE001 - any failure under compile is the verdict
                 return Verdict.reject("compile_error", f"{type(error).__name__}: {error}", **metrics)
             diff = max_abs_diff(eager, compiled_out)
@@ -43,19 +45,21 @@ class CompileCheck(Filter):
                 return Verdict.reject("compile_mismatch", f"draw {draw}: max abs diff {diff:.4g} beyond "
                                                           f"atol=rtol={CHECK_ATOL}", **metrics, max_abs_diff=diff)
             # one draw's compiled outputs at a time beside the eager ones: a dozen workers share the GPU's memory
-            del compiled_out, inputs
+            del compiled_out
         return Verdict.ok(**metrics, max_abs_diff=worst)
 
 
-def _compiled_outputs(run: TaskRun, compiled, inputs: list, metrics: dict, first: bool) -> list[torch.Tensor]:
-    """The compiled model's outputs on one draw. The first call compiles (seconds of host work, `compile_s`), so it
-    runs outside the GPU's lock, but inductor's autotuning benchmarks (GPU-bound, long) hold it beside timed runs;
-    a later call is one forward pass under the shared lock, as every check's."""
-    if not first:
-        return run.forward(compiled, inputs)
+def _compiled_outputs(run: TaskRun, compiled, draw: int, metrics: dict) -> list[torch.Tensor]:
+    """The compiled model's outputs on one draw. The first call (draw 0) compiles (seconds of host work,
+    `compile_s`), so it runs outside the GPU's lock, but inductor's autotuning benchmarks (GPU-bound, long) hold
+    it beside timed runs; a later draw is drawn again and run in one hold of the shared lock, as every check's
+    forward pass (one draw's inputs held at a time)."""
+    if draw:
+        with run.sharing_gpu():
+            return run.forward(compiled, run.inputs_of(draw))
     with inductor_benchmarks_locked(run.gpu_lock_path):
         start = time.perf_counter()
-        outputs = run_forward(compiled, inputs)
+        outputs = run_forward(compiled, run.inputs)
         run.synchronize()
         metrics["compile_s"] = round(time.perf_counter() - start, 3)
     return outputs

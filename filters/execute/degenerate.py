@@ -11,7 +11,7 @@ import torch
 from filters.base import Filter, Verdict
 from filters.execute.finite import non_finite_detail
 from filters.execute.task_run import CHECK_ATOL, CHECK_RTOL, TaskRun
-from filters.execute.tensors import abs_max, all_close, bit_equal, float64_chunks, max_abs_diff
+from filters.execute.tensors import abs_max, all_close, bit_equal, every_value, float64_chunks, max_abs_diff
 
 
 def constant_detail(outputs: list[torch.Tensor]) -> str | None:
@@ -19,11 +19,10 @@ def constant_detail(outputs: list[torch.Tensor]) -> str | None:
     if not tensors:
         return "empty output"
     # float64 a chunk at a time (filters.execute.tensors): the answers of all values at once, in less memory
-    if all(bool((chunk == 0).all()) for t in tensors for chunk in float64_chunks(t)):
+    if every_value(tensors, 0.0):
         return "output is all zero"
     first = next(float64_chunks(tensors[0]))[0]
-    if sum(t.numel() for t in tensors) > 1 and all(bool((chunk == first).all())
-                                                   for t in tensors for chunk in float64_chunks(t)):
+    if sum(t.numel() for t in tensors) > 1 and every_value(tensors, first):
         return f"output is constant ({first.item():.6g})"
     return None
 

@@ -44,29 +44,48 @@ def _comparable(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
             and all(flat_values(x).numel() == flat_values(y).numel() for x, y in zip(a, b)))
 
 
+def _gathered(scalars: list[torch.Tensor]) -> torch.Tensor:
+    """Per-chunk results (0-d tensors, on the device) as one tensor: read with one wait for the GPU, where a
+    read per chunk waited for its turn on a GPU time-shared by a dozen worker processes (session 11)."""
+    if len({s.device for s in scalars}) > 1:
+        scalars = [s.cpu() for s in scalars]
+    return torch.stack(scalars)
+
+
 def all_close(a: list[torch.Tensor], b: list[torch.Tensor], atol: float, rtol: float) -> bool:
     if not _comparable(a, b):
         return False
-    return all(torch.allclose(x, y, atol=atol, rtol=rtol, equal_nan=True)
-               for xs, ys in zip(a, b) for x, y in _paired_chunks(xs, ys))
+    flags = [torch.isclose(x, y, rtol=rtol, atol=atol, equal_nan=True).all()   # torch.allclose, chunk by chunk
+             for xs, ys in zip(a, b) for x, y in _paired_chunks(xs, ys)]
+    return bool(_gathered(flags).all()) if flags else True
 
 
 def max_abs_diff(a: list[torch.Tensor], b: list[torch.Tensor]) -> float | None:
     if not _comparable(a, b):
         return None
-    diffs = [(x - y).abs().nan_to_num(nan=float("inf")).max().item()
+    diffs = [(x - y).abs().nan_to_num(nan=float("inf")).max()
              for xs, ys in zip(a, b) for x, y in _paired_chunks(xs, ys)]
-    return max(diffs, default=0.0)
+    return _gathered(diffs).max().item() if diffs else 0.0
 
 
 def abs_max(tensors: list[torch.Tensor]) -> float:
     """The largest absolute value over the tensors' values (complex as pairs of reals); NaN if one is NaN."""
-    maxima = [chunk.abs().max().item() for t in tensors for chunk in float64_chunks(t)]
-    return float("nan") if any(m != m for m in maxima) else max(maxima, default=0.0)
+    maxima = [chunk.abs().max() for t in tensors for chunk in float64_chunks(t)]
+    return _gathered(maxima).max().item() if maxima else 0.0
+
+
+def every_value(tensors: list[torch.Tensor], value: torch.Tensor | float) -> bool:
+    """Whether every value of the tensors (in float64; complex as pairs of reals) equals `value`."""
+    flags = [(chunk == value).all() for t in tensors for chunk in float64_chunks(t)]
+    return bool(_gathered(flags).all()) if flags else True
 
 
 def values_digest(values: list) -> tuple:
     """A fingerprint of a list of inputs: each tensor's dtype, shape and float64 sum (exact bits as hex), each
     other value's repr. Two draws from the same seed give the same fingerprint."""
-    return tuple((str(v.dtype), tuple(v.shape), sum(c.sum().item() for c in float64_chunks(v)).hex())
-                 if isinstance(v, torch.Tensor) else repr(v) for v in values)
+    tensors = [v for v in values if isinstance(v, torch.Tensor)]
+    sums = iter(_gathered([torch.stack([c.sum() for c in float64_chunks(t)] or [torch.zeros((), dtype=torch.float64,
+                                                                                             device=t.device)]).sum()
+                           for t in tensors]).tolist() if tensors else [])
+    return tuple((str(v.dtype), tuple(v.shape), next(sums).hex()) if isinstance(v, torch.Tensor) else repr(v)
+                 for v in values)
