@@ -78,7 +78,7 @@ class TaskRun:
             return self.inputs
         with self.sharing_gpu():
             inputs = draw_inputs(self.namespace, self.device, self.draw_seed(draw))
-            digest = values_digest(inputs)  # waits for the draw's kernels (.item), inside the hold
+            digest = values_digest(inputs)  # reads the GPU, so the draw's kernels finish inside the hold
         if self.input_digests.setdefault(draw, digest) != digest:
             raise TaskProblem("nondeterministic", f"draw {draw}: get_inputs gave other inputs for the same seed")
         return inputs

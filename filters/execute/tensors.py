@@ -39,9 +39,13 @@ def bit_equal(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
     return len(a) == len(b) and all(x.shape == y.shape and x.device == y.device and torch.equal(x, y) for x, y in zip(a, b))
 
 
+def _value_count(t: torch.Tensor) -> int:
+    return t.numel() * (2 if t.is_complex() else 1)   # flat_values(t).numel(), without flattening a copy
+
+
 def _comparable(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
     return (len(a) == len(b) and shapes(a) == shapes(b)
-            and all(flat_values(x).numel() == flat_values(y).numel() for x, y in zip(a, b)))
+            and all(_value_count(x) == _value_count(y) for x, y in zip(a, b)))
 
 
 def _gathered(scalars: list[torch.Tensor]) -> torch.Tensor:
@@ -84,8 +88,8 @@ def values_digest(values: list) -> tuple:
     """A fingerprint of a list of inputs: each tensor's dtype, shape and float64 sum (exact bits as hex), each
     other value's repr. Two draws from the same seed give the same fingerprint."""
     tensors = [v for v in values if isinstance(v, torch.Tensor)]
-    sums = iter(_gathered([torch.stack([c.sum() for c in float64_chunks(t)] or [torch.zeros((), dtype=torch.float64,
-                                                                                             device=t.device)]).sum()
-                           for t in tensors]).tolist() if tensors else [])
-    return tuple((str(v.dtype), tuple(v.shape), next(sums).hex()) if isinstance(v, torch.Tensor) else repr(v)
+    sums = [sum((chunk.sum() for chunk in float64_chunks(t)), torch.zeros((), dtype=torch.float64, device=t.device))
+            for t in tensors]
+    read = iter(_gathered(sums).tolist() if sums else [])
+    return tuple((str(v.dtype), tuple(v.shape), next(read).hex()) if isinstance(v, torch.Tensor) else repr(v)
                  for v in values)
