@@ -10,7 +10,9 @@
 #               --planning rounds), one after the other; scripts/compare_builds.py on the two
 #   new, oldstart, oldwait   the same over several calls: `new` builds the new mode; `oldstart` starts the old
 #               mode in its own process session, so it runs on between calls while the machine is held; `oldwait`
-#               (in this call or a later one) waits for it until the deadline, then compares the two. An old build
+#               (in this call or a later one) waits for it until the deadline, then compares the two. OLD_TREE: a
+#               carried copy of older code whose own build command runs instead (the issue's command: 8 workers,
+#               shards of 32), e.g. the code issue 11 was filed against (`git archive c9fe9ea`). An old build
 #               longer than a session: carry data/device/old$N_OLD (unpacked from the last `old_partial.tar.gz`)
 #               and data/device/new$N_OLD, and start it with OLD_RESUME=1 (its wall_s adds up every invocation)
 #   kb          KernelBench level 2 timed with adaptive trials (runs KB_RUNS, default "1 2": a later call can take run 2
@@ -118,13 +120,23 @@ print('execute: worker processes', figures.get('worker_processes'), '| memory_re
       # OLD_RESUME=1 keeps a carried run folder (an earlier session's old_partial.tar.gz), so the build resumes
       [ "${OLD_RESUME:-0}" = 1 ] || rm -rf "$WORK/old$N_OLD"
       rm -f /tmp/opgen-old.done; touch /tmp/opgen-old.started
-      OLD_CMD=(python3 -m opgen build --n "$N_OLD" --seed 0 --out "$WORK/old$N_OLD" "${BUILD_ARGS[@]}" --no-stream
-               --trial-mode fixed --planning rounds)
-      say "old build started in the background: ${OLD_CMD[*]}"
-      TORCHINDUCTOR_CACHE_DIR="/tmp/opgen-inductor-old$N_OLD" setsid bash -c 'start=$SECONDS; "$@" > /tmp/opgen-old.out \
-        2> /tmp/opgen-old.err; echo "build old rc=$? wall $((SECONDS - start)) s" > /tmp/opgen-old.done' old "${OLD_CMD[@]}" \
-        < /dev/null > /dev/null 2>&1 & ;;
+      if [ -n "${OLD_TREE:-}" ]; then  # the code and command the issue measured when it was filed (a carried tree)
+        # run from a copy: the next call's carry replaces the carried tree under the running build
+        rm -rf /tmp/opgen-old-tree && cp -r "$OLD_TREE" /tmp/opgen-old-tree && OLD_TREE=/tmp/opgen-old-tree
+        OLD_CMD=(python3 -m opgen build --n "$N_OLD" --seed 0 --out "$PWD/$WORK/old$N_OLD" --device cuda --profile gpu
+                 --workers 8 --shard-size 32 --memory-mb 14000 --timeout 300 --no-progress --reference "$PWD/$KB")
+      else
+        OLD_CMD=(python3 -m opgen build --n "$N_OLD" --seed 0 --out "$WORK/old$N_OLD" "${BUILD_ARGS[@]}" --no-stream
+                 --trial-mode fixed --planning rounds)
+      fi
+      say "old build started in the background in ${OLD_TREE:-.}: ${OLD_CMD[*]}"
+      TORCHINDUCTOR_CACHE_DIR="/tmp/opgen-inductor-old$N_OLD" setsid bash -c 'cd "$0" && start=$SECONDS && "$@" \
+        > /tmp/opgen-old.out 2> /tmp/opgen-old.err; echo "build old rc=$? wall $((SECONDS - start)) s" > /tmp/opgen-old.done' \
+        "${OLD_TREE:-.}" "${OLD_CMD[@]}" < /dev/null > /dev/null 2>&1 & ;;
     oldwait)
+      if [ ! -f /tmp/opgen-old.started ]; then  # not waited for: nothing would come
+        say "no old build on this machine: a fresh one (the machine that ran it was released)"; continue
+      fi
       while [ ! -f /tmp/opgen-old.done ] && [ $((DEADLINE - SECONDS)) -gt 15 ]; do sleep 5; done
       cp /tmp/opgen-old.err "$LOGS/old$N_OLD.err" 2>/dev/null
       if [ -f /tmp/opgen-old.done ]; then
