@@ -18,6 +18,8 @@
 #   kb          KernelBench level 2 timed with adaptive trials (runs KB_RUNS, default "1 2": a later call can take run 2
 #               on a warm machine; KB_ARGS: more `opgen time` options), and KB_FIXED problems with 100 fixed
 #               trials (0: none)
+#   resume      the build of `build`, killed (SIGKILL) every RESUME_SLICE seconds (default 120) and started again
+#               until done: per invocation, the stage markers before and after, and those written twice
 #   mixuniform  `opgen validate --device cuda` (default window) of .devdata/mixuniform.jsonl: gpu candidates of
 #               --composition mix and uniform, interleaved, deduped here (scripts/device_prepare.sh); then
 #               scripts/survival_by_rule.py: survival and window share per rule
@@ -166,6 +168,25 @@ print('execute: worker processes', figures.get('worker_processes'), '| memory_re
         "$WORK"/kb_adaptive2.jsonl $(ls "$WORK"/kb_fixed.jsonl 2>/dev/null) | tee -a "$OUT/summary.txt"
       tar czf "$OUT/kb.tar.gz" -C "$WORK" kb_adaptive1.jsonl kb_adaptive2.jsonl kb_fixed.jsonl \
         $(cd "$WORK" && ls kb_*.partial 2>/dev/null) 2>/dev/null ;;
+    resume)  # the build killed (SIGKILL) every RESUME_SLICE seconds and started again until it is done; a stage
+      # marker written before a kill and rewritten after it would be work done twice
+      name="res$N"; rm -rf "${WORK:?}/$name"; run=0
+      while [ ! -f "$WORK/$name/tasks.parquet" ] && [ $((DEADLINE - SECONDS)) -gt 20 ]; do
+        run=$((run + 1)); start=$SECONDS
+        find "$WORK/$name" -name '*.done' -printf '%p %T@\n' 2>/dev/null | sort > "$LOGS/markers.before"
+        TORCHINDUCTOR_CACHE_DIR="/tmp/opgen-inductor-$name" timeout -s KILL "$(left "${RESUME_SLICE:-120}")" \
+          python3 -m opgen build --n "$N" --seed 0 --out "$WORK/$name" "${BUILD_ARGS[@]}" > "$LOGS/$name.$run.out" 2>&1
+        rc=$?
+        find "$WORK/$name" -name '*.done' -printf '%p %T@\n' 2>/dev/null | sort > "$LOGS/markers.after"
+        say "invocation $run rc=$rc wall $((SECONDS - start)) s: stage markers $(wc -l < "$LOGS/markers.before") ->" \
+          "$(wc -l < "$LOGS/markers.after"), written before and again since: $(join "$LOGS/markers.before" \
+          "$LOGS/markers.after" | awk '$2 != $3' | wc -l)"
+      done
+      grep -E "(starting|resuming) build|round [0-9]+:|done:" "$WORK/$name/logs/build.log" | cut -c1-300 | tee -a "$OUT/summary.txt"
+      cp "$WORK/$name/logs/build.log" "$OUT/build_$name.log" 2>/dev/null
+      cp "$WORK/$name/logs/clock.json" "$OUT/clock_$name.json" 2>/dev/null
+      [ -f "$WORK/$name/stats.json" ] && cp "$WORK/$name/stats.json" "$OUT/stats_$name.json"
+      tar czf "$OUT/run_$name.tar.gz" -C "$WORK" "$name" 2>/dev/null ;;
     mixuniform)  # the default 1-100 ms window: survival as a build sees it, and the window share of what ran
       start=$SECONDS
       timeout "$(left "$MIXUNIFORM_S")" python3 -m opgen validate --input .devdata/mixuniform.jsonl --device cuda \
