@@ -106,3 +106,38 @@ def test_sample_cli_rejects_bad_arguments(tmp_path):
     result = run_cli("sample", "--n", "0", "--seed", "1", "--out", str(tmp_path / "x.jsonl"))
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+RECURRENT_TASK = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, input_size, hidden_size):
+        super().__init__()
+        self.pad = nn.ConstantPad1d((2, 0), 1.0)
+        self.lstm = nn.LSTM(input_size, hidden_size, batch_first=True)
+
+    def forward(self, x):
+        return self.lstm(self.pad(x))[0]
+
+
+def get_inputs():
+    return [torch.randn(4, 8, {length})]
+
+
+def get_init_inputs():
+    return [30, 16]
+"""
+
+
+def test_analysis_refuses_a_recurrent_layer_its_input_does_not_fit():
+    """The closed-form RNN counter keeps the layer's own size check: the gpu fit grew a sequence's last dim past
+    an LSTM's input_size, and the counter, not the layer, let it through (2 of 1,127 candidates failed at eager)."""
+    from opgen.sample.analyze import AnalysisError, analyze_code
+
+    facts = analyze_code(RECURRENT_TASK.format(length=28), cpu_fallback=False)
+    assert facts["output_shape"] == [4, 8, 16] and facts["flops"] > 0
+    with pytest.raises(AnalysisError, match="input_size"):
+        analyze_code(RECURRENT_TASK.format(length=65536), cpu_fallback=False)

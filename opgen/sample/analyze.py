@@ -60,6 +60,7 @@ def _count_recurrent_analytically(model: torch.nn.Module, counter: WorkCounter, 
             continue
 
         def forward(x, hx=None, _m=module):
+            _m.check_input(x, None)  # the module's own size check: the stand-in must refuse what the layer refuses
             batch_first = _m.batch_first and x.dim() == 3
             seq = x.shape[1] if batch_first else x.shape[0]
             batch = (x.shape[0] if batch_first else x.shape[1]) if x.dim() == 3 else 1
