@@ -78,6 +78,10 @@ def test_build_writes_the_run_folder_and_the_dataset(reference_run):
     assert "build.log" in os.listdir(reference_run / "logs")
     stdout = _REFERENCE["stdout"]
     assert "compile" in stdout and "total" in stdout and str(reference_run) in stdout   # the funnel table
+    rates = stats["throughput"]   # the summary's rates are stats.json's, the one after the first task included
+    steady = (f" ({rates['steady_tasks_per_min']} after this call's first task at {rates['first_task_s']} s)"
+              if rates["steady_tasks_per_min"] is not None else "")   # None: the last task within 1 s of the first
+    assert f"{rates['tasks_per_min']} tasks/min{steady}, {rates['candidates_per_min']} candidates/min" in stdout
 
 
 @pytest.mark.heavy

@@ -74,8 +74,10 @@ def run(args) -> int:
         print(f"{result.stats['skipped_candidates']} of the kept were never judged: in {result.stats['skipped_shards']} "
               f"shard(s) skipped once their source's quota was met")
     rates = result.stats["throughput"]
-    print(f"{rates['tasks_per_min']} tasks/min, {rates['candidates_per_min']} candidates/min over {rates['wall_s']} s"
-          + (f"; GPU busy {rates['gpu_busy_share']:.0%}" if rates["gpu_busy_share"] is not None else ""))
+    steady = (f" ({rates['steady_tasks_per_min']} after this call's first task at {rates['first_task_s']} s)"
+              if rates["steady_tasks_per_min"] is not None else "")
+    print(f"{rates['tasks_per_min']} tasks/min{steady}, {rates['candidates_per_min']} candidates/min over "
+          f"{rates['wall_s']} s" + (f"; GPU busy {rates['gpu_busy_share']:.0%}" if rates["gpu_busy_share"] is not None else ""))
     print(f"run folder: {result.run_dir}  (tasks.parquet, stats.json, rejected.jsonl, logs/build.log)")
     print(f"next: opgen publish {result.run_dir} --repo-id ORG/NAME --dry-run")
     if result.tasks < result.wanted:
