@@ -8,6 +8,7 @@ from collections import Counter
 
 import pytest
 
+from opgen.sample.analyze import AnalysisError, analyze_code
 from opgen.sample.render import op_nodes
 from opgen.sample.sampler import DEFAULT_MIX, graph_from_json, sample_graph, sample_records
 from opgen.taskcode.ops import ops_from_code
@@ -135,8 +136,6 @@ def get_init_inputs():
 def test_analysis_refuses_a_recurrent_layer_its_input_does_not_fit():
     """The closed-form RNN counter keeps the layer's own size check: the gpu fit grew a sequence's last dim past
     an LSTM's input_size, and the counter, not the layer, let it through (2 of 1,127 candidates failed at eager)."""
-    from opgen.sample.analyze import AnalysisError, analyze_code
-
     facts = analyze_code(RECURRENT_TASK.format(length=28), cpu_fallback=False)
     assert facts["output_shape"] == [4, 8, 16] and facts["flops"] > 0
     with pytest.raises(AnalysisError, match="input_size"):
