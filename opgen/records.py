@@ -45,6 +45,10 @@ COLUMN_REGISTRY: tuple[Column, ...] = (
     Column("kb_nearest", _S, "dedup", "closest KernelBench problem"),
     Column("kb_similarity", _F, "dedup", "its normalised-token shingle similarity (candidates at or above "
                                          "the card's contamination threshold, or with an equal operator sequence, are rejected)"),
+    *(Column(f"accept_{answer}_share", _F, "execute", f"share of output values, over every input draw, at which "
+                                                        f"the consumer's check (atol = rtol = 1e-2) accepts {what}")
+      for answer, what in (("zero", "all zeros"), ("constant", "one constant (the output's median)"),
+                           ("stale", "another input draw's output"))),
     Column("eager_ms", _F, "timing", "median CUDA-event time of one eager forward call (ms)"),
     Column("compile_ms", _F, "timing", "the same under torch.compile (default mode)"),
     Column("eager_ms_iqr", _F, "timing", "interquartile range of the eager samples"),
@@ -90,6 +94,7 @@ COLUMN_REGISTRY: tuple[Column, ...] = (
 DATASET_SCHEMA = pa.schema([(c.name, c.type) for c in COLUMN_REGISTRY if c.published])
 COLUMNS = tuple(DATASET_SCHEMA.names)
 TIMING_COLUMNS = tuple(c.name for c in COLUMN_REGISTRY if c.stage == "timing")   # what a timing worker returns
+EXECUTE_COLUMNS = tuple(c.name for c in COLUMN_REGISTRY if c.stage == "execute")   # from the execute verdicts
 PUBLISHED_TIMING_COLUMNS = tuple(name for name in TIMING_COLUMNS if name in COLUMNS)
 COLUMN_DOCS = {c.name: c.doc for c in COLUMN_REGISTRY if c.published}
 INTEGER_COLUMNS = tuple(c.name for c in COLUMN_REGISTRY if c.published and c.type == _I)

@@ -23,6 +23,9 @@ def chain_record(ops: list[tuple[str, dict]], shape: tuple[int, ...], index: int
     vocab = cached_vocabulary()
     graph = nx.DiGraph(batch_size=shape[0])
     graph.add_node("x", kind="input", shape=list(shape), layout=list(LAYOUTS[len(shape)]), dtype="float")
+    first = vocab[ops[0][0]]
+    if first.input_dtype == "long":   # token ids, as the sampler draws them for a lookup
+        graph.nodes["x"].update(dtype="long", high=ops[0][1]["num_embeddings"])
     previous, current = "x", tuple(shape)
     for position, (name, params) in enumerate(ops):
         out, extras = place_op(vocab[name], current, params, SMOKE)
@@ -141,3 +144,30 @@ def test_cli_rejects_a_negative_cap(tmp_path):
         result = run_cli(*command, "--max-per-chain", "-1")
         assert result.returncode == 2, result.stderr
         assert result.stderr.strip().count("\n") == 0 and "--max-per-chain" in result.stderr
+
+
+@pytest.mark.parametrize("ops_a, ops_b, shape", [
+    ([("nn.Embedding", {"num_embeddings": 5000, "embedding_dim": 32}), ("nn.RMSNorm", {"normalized_shape": 32, "eps": 1e-5})],
+     [("nn.Embedding", {"num_embeddings": 100, "embedding_dim": 32}), ("nn.RMSNorm", {"normalized_shape": 32, "eps": 1e-5})],
+     (4, 16)),
+    ([("F.pairwise_distance", {"p": 2.0}), ("nn.ReLU", {})], [("nn.PairwiseDistance", {"p": 1.0}), ("nn.ReLU", {})],
+     (8, 64)),
+    ([("nn.BatchNorm2d", {"num_features": 4, "affine": True}), ("F.scaled_dot_product_attention", {"is_causal": True})],
+     [("nn.BatchNorm2d", {"num_features": 4, "affine": False}), ("F.scaled_dot_product_attention", {"is_causal": False})],
+     (2, 4, 8, 8)),
+], ids=["embedding-table-size", "distance-norm-order", "affine-and-causal-mask"])
+def test_parameters_that_keep_the_kernel_make_twins(ops_a, ops_b, shape):
+    first, second = chain_record(ops_a, shape), chain_record(ops_b, shape, index=1)
+    assert first["families"] == second["families"] and first["code"] != second["code"]
+    kept, duplicates = survivors([first, second])
+    assert len(kept) == 1 and [kind for _, kind in duplicates.values()] == ["chain"]
+
+
+def test_a_structural_parameter_still_makes_a_second_regime():
+    strided = {"in_channels": 4, "out_channels": 4, "kernel_size": 3, "stride": 2, "padding": 1, "dilation": 1,
+               "groups": 1, "bias": True}
+    dense = {**strided, "stride": 1}
+    first = chain_record([("nn.Conv2d", strided), ("nn.ReLU", {})], (2, 4, 16, 16))
+    second = chain_record([("nn.Conv2d", dense), ("nn.ReLU", {})], (2, 4, 16, 16), index=1)
+    kept, _ = survivors([first, second])
+    assert len(kept) == 2

@@ -25,21 +25,53 @@ DEFAULT_MAX_PER_CHAIN = 3   # tasks of one family chain kept at most (0: no cap)
 SIZE_PARAMS = frozenset({
     "in_features", "out_features", "in1_features", "in2_features", "in_channels", "out_channels", "num_features",
     "num_channels", "normalized_shape", "hidden_size", "input_size", "embed_dim", "d_model", "dim_feedforward",
-    "embedding_dim", "num_embeddings", "intermediate_size", "head_dim", "n", "k", "num_points", "num_parameters",
+    "embedding_dim", "intermediate_size", "head_dim", "n", "k", "num_points", "num_parameters",
     "output_size", "unflattened_size", "start", "length", "shifts", "batch_size",
 })
-# Parameters that set the kind of computation (compared exactly) even where a bare constant would be a size.
-SALIENT_PARAMS = frozenset({
-    "kernel_size", "stride", "dilation", "groups", "dim", "dims", "keepdim",
-    "num_groups", "num_heads", "nhead", "num_attention_heads", "num_key_value_heads", "num_layers",
-    "scale_factor", "upscale_factor", "downscale_factor", "exponent", "repeats", "diagonal", "p", "norm_type",
-})
-# Parameters that change neither the kind nor the amount of work (bias on/off, a constant's value, init scale, a
-# loss's mean or sum), or only restate others (an einsum equation is its rank and contracted dim; padding shows in
-# the output shape).
-IGNORED_PARAMS = frozenset({"bias", "affine", "weight_shape", "value", "scale", "init", "eps", "equation",
-                            "padding", "output_padding", "reduction"})
-
+# Parameters that set the kernel's structure (compared exactly) even where a bare constant would be a size: a
+# second value means another loop nest or memory access pattern, so a second task a person would write apart.
+SALIENT_PARAMS: dict[str, str] = {
+    "kernel_size": "the window each output reads",
+    "stride": "the step between windows: another access pattern",
+    "dilation": "the gaps inside a window: another access pattern",
+    "groups": "grouped and depthwise convolutions are other kernels than dense ones",
+    "dim": "which dimension is reduced or scanned: another loop order",
+    "dims": "which dimensions are moved or reduced",
+    "dim0": "which dimensions are swapped", "dim1": "which dimensions are swapped",
+    "mixed_dim": "which dimension an einsum contracts",
+    "num_groups": "how channels are split for the statistics",
+    "num_heads": "how attention is split into heads", "nhead": "the same, nn.Transformer's name",
+    "num_attention_heads": "the same, transformers' name",
+    "num_key_value_heads": "grouped-query attention shares keys and values across heads",
+    "num_layers": "stacked recurrent layers run one after another",
+    "bidirectional": "a second recurrence in the other direction",
+    "norm_first": "where the norm sits in a transformer layer",
+    "scale_factor": "the ratio of output to input positions",
+    "upscale_factor": "the shuffle's block", "downscale_factor": "the unshuffle's block",
+    "repeats": "how often each element is repeated",
+    "mode": "nearest against linear interpolation, reflect against constant padding: other gathers",
+    "size": "the local response norm's window",
+    "param_shape": "the broadcast pattern of a learned operand (compared as which dims are 1)",
+    "attn": "the attention implementation a transformers block runs",
+}
+# Parameters that change neither the kernel's structure nor the amount of work (compared not at all): a second
+# value is the same kernel with another constant, flag or formula inside its loops, so a twin.
+IGNORED_PARAMS: dict[str, str] = {
+    "bias": "one more add of a loaded vector", "affine": "the same, for a norm's learned scale and shift",
+    "weight_shape": "restates the convolution's sizes", "padding": "shows in the output shape",
+    "output_padding": "shows in the output shape", "value": "a constant", "scale": "an initial weight scale",
+    "init": "an initial weight value", "eps": "a constant", "reduction": "mean against sum: a final scale",
+    "equation": "restates the einsum's rank and contracted dim (mixed_dim)",
+    "p": "the order of a distance or norm: another elementwise power in the same reduction",
+    "norm_type": "the same, for LP pooling", "exponent": "another elementwise power",
+    "num_embeddings": "the table's length: a lookup gathers the same rows whatever the table's size",
+    "is_causal": "a mask predicate inside the same attention kernel",
+    "keepdim": "only the view of the result", "diagonal": "the offset of the same triangle predicate",
+    "approximate": "another elementwise formula (GELU's tanh form)", "act": "another elementwise activation",
+    "activation": "another elementwise activation", "use_gelu_tanh_python": "another elementwise formula",
+    "align_corners": "another coordinate formula in the same interpolation",
+    "descending": "the direction of the same sort", "largest": "the direction of the same selection",
+}
 
 @dataclass(frozen=True)
 class TaskShape:

@@ -13,9 +13,11 @@ from filters.execute.degenerate import DegenerateCheck
 from filters.execute.determinism import DeterminismCheck
 from filters.execute.eager import EagerCheck
 from filters.execute.finite import FiniteCheck
+from filters.execute.operator_work import OperatorWorkCheck
 from filters.execute.runtime import RuntimeCheck
 from filters.execute.trivial import TrivialCheck
+from filters.execute.visible import VisibleOutputCheck
 
-STAGES: tuple[Filter, ...] = (EagerCheck(), FiniteCheck(), DeterminismCheck(), DegenerateCheck(), TrivialCheck(),
-                              RuntimeCheck(), CompileCheck())
+STAGES: tuple[Filter, ...] = (EagerCheck(), FiniteCheck(), DeterminismCheck(), DegenerateCheck(), VisibleOutputCheck(),
+                              TrivialCheck(), OperatorWorkCheck(), RuntimeCheck(), CompileCheck())
 STAGE_NAMES = tuple(check.name for check in STAGES)

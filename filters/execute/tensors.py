@@ -93,3 +93,48 @@ def values_digest(values: list) -> tuple:
     read = iter(_gathered(sums).tolist() if sums else [])
     return tuple((str(v.dtype), tuple(v.shape), next(read).hex()) if isinstance(v, torch.Tensor) else repr(v)
                  for v in values)
+
+
+def _accepted(reference: torch.Tensor, answer: torch.Tensor, atol: float, rtol: float) -> torch.Tensor:
+    """How many values of `answer` the consumer's check accepts for `reference` (a 0-d count, on the device).
+
+    |answer - reference| <= atol + rtol * max(|answer|, |reference|): accepted by torch.allclose whichever of the
+    two the check takes as its reference (KernelBench scales rtol by the candidate's output)."""
+    scale = torch.maximum(reference.abs(), answer.abs())
+    return ((reference - answer).abs() <= atol + rtol * scale).sum()
+
+
+def _median_of(t: torch.Tensor, sample: int = 1 << 20) -> torch.Tensor:
+    """The median of a strided sample of at most about `sample` of the tensor's values, in float64 (0-d)."""
+    values = flat_values(t)
+    return values[::max(1, values.numel() // sample)].double().median()
+
+
+def accepted_shares(draws: list[list[torch.Tensor]], atol: float, rtol: float) -> dict[str, float]:
+    """The share of output values, over every draw, at which the consumer's check accepts a cheap wrong answer.
+
+    `zero`: all zeros; `constant`: one constant per output tensor (its median); `stale`: draw 0's output given
+    as the answer for each later draw (a kernel that stores one answer). Draws must be comparable (same shapes)
+    for `stale`, else it is 0."""
+    zero, constant, stale = [], [], []
+    total = 0
+    for outputs in draws:
+        for t in outputs:
+            median = _median_of(t) if t.numel() else None
+            for chunk in float64_chunks(t):
+                zero.append(_accepted(chunk, torch.zeros((), dtype=chunk.dtype, device=chunk.device), atol, rtol))
+                constant.append(_accepted(chunk, median, atol, rtol))
+            total += _value_count(t)
+    first = draws[0]
+    for outputs in draws[1:]:
+        if _comparable(first, outputs):
+            stale += [_accepted(y, x, atol, rtol) for xs, ys in zip(first, outputs) for x, y in _paired_chunks(xs, ys)]
+    if not total:
+        return {"zero": 0.0, "constant": 0.0, "stale": 0.0}
+    later = total - sum(_value_count(t) for t in first)
+    counts = _gathered([_summed(counts) for counts in (zero, constant, stale)]).tolist()
+    return {"zero": counts[0] / total, "constant": counts[1] / total, "stale": counts[2] / later if later else 0.0}
+
+
+def _summed(counts: list[torch.Tensor]) -> torch.Tensor:
+    return torch.stack(counts).sum() if counts else torch.zeros((), dtype=torch.int64)

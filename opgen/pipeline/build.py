@@ -30,6 +30,7 @@ from opgen.pipeline.executors import LocalExecutor, RayExecutor, run_jobs
 from opgen.pipeline.report import gpu_count, kept_by_key, steady_rate, write_outputs
 from opgen.pipeline.rundir import RunDir, write_json
 from opgen.pipeline.stages import EXECUTE, SAMPLE, TIMING
+from opgen.records import EXECUTE_COLUMNS
 
 __all__ = ["Build", "BuildConfig", "BuildResult", "run_build"]
 log = logging.getLogger("opgen.build")
@@ -396,7 +397,11 @@ class Build:
         return state.executed >= set(state.shards)
 
     def _executed_in(self, state: RoundState, shard: int) -> list[dict]:
-        return kept_by_key(self._executable(state, shard), self.rundir.rows(self.rundir.shard_dir(shard), "execute"))
+        """A shard's records that passed the execute checks, with the checks' columns (EXECUTE_COLUMNS)."""
+        verdicts = self.rundir.rows(self.rundir.shard_dir(shard), "execute")
+        columns = {v["sample_index"]: {name: v.get(name) for name in EXECUTE_COLUMNS} for v in verdicts}
+        return [{**record, **columns[record["sample_index"]]}
+                for record in kept_by_key(self._executable(state, shard), verdicts)]
 
     def _executed_survivors(self, state: RoundState) -> list[dict]:
         return [r for shard in state.shards for r in self._executed_in(state, shard)]

@@ -1,0 +1,117 @@
+"""The grader-proof rules on real tasks: each rejects a task a wrong kernel could pass, and keeps a close one.
+
+The checks run in this process on tiny CPU tasks (the sandbox's own tests cover the worker): every execute check
+up to the one under test, as the worker chains them.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from filters.base import judge
+from filters.execute import STAGES
+from filters.execute.task_run import TaskRun
+from filters.execute.tensors import accepted_shares
+from filters.execute.visible import MAX_ACCEPTED_SHARE
+from opgen.taskcode.ablate import ablations
+
+BEFORE_RUNTIME = tuple(check for check in STAGES if check.name not in ("runtime", "compile"))
+
+
+def task(forward: str, inputs: str, init: str = "", args: str = "x") -> str:
+    return f"""import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+{init or "        pass"}
+
+    def forward(self, {args}):
+{forward}
+
+
+def get_inputs():
+    return [{inputs}]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def verdict(code: str):
+    return judge(TaskRun(code=code, name="t"), BEFORE_RUNTIME)
+
+
+SOFTMAX = "        return torch.softmax(x, dim=1)"
+DISTANCE = "        return F.pairwise_distance(x, y)"
+SCALE_INIT = """        scale = torch.full((512,), 1e-4)
+        scale[::{step}] = 1.0
+        self.register_buffer("scale", scale)
+        self.offset = nn.Parameter(torch.randn(512))"""
+AFFINE = "        return x * self.scale + self.offset"
+
+
+@pytest.mark.parametrize("code, answer", [
+    (task(SOFTMAX, "torch.randn(64, 1024)"), "zero"),
+    (task(DISTANCE, "torch.randn(16, 32768), torch.randn(16, 32768)", args="x, y"), "constant"),
+    (task(AFFINE, "torch.randn(64, 512)", SCALE_INIT.format(step=64)), "stale"),
+], ids=["softmax-long-rows", "wide-distance", "few-values-depend-on-input"])
+def test_visibility_rule_rejects_what_a_cheap_answer_passes(code, answer):
+    result = verdict(code)
+    assert (result.reason, result.stages[-1][0]) == ("degenerate_output", "visible")
+    assert result.detail.startswith("visibility rule: ")
+    assert result.metrics[f"accept_{answer}_share"] >= MAX_ACCEPTED_SHARE
+
+
+@pytest.mark.parametrize("code", [
+    task(SOFTMAX, "torch.randn(256, 16)"),
+    task(DISTANCE, "torch.randn(256, 64), torch.randn(256, 64)", args="x, y"),
+    task(AFFINE, "torch.randn(64, 512)", SCALE_INIT.format(step=2)),
+], ids=["softmax-short-rows", "narrow-distance", "half-the-values-depend-on-input"])
+def test_visibility_rule_keeps_the_close_task_and_records_its_shares(code):
+    result = verdict(code)
+    assert result.keep, (result.reason, result.detail)
+    shares = [result.metrics[f"accept_{a}_share"] for a in ("zero", "constant", "stale")]
+    assert all(0.0 <= share < MAX_ACCEPTED_SHARE for share in shares)
+
+
+def test_shares_count_values_over_every_draw():
+    import torch
+
+    first = [torch.tensor([0.0, 0.005, 1.0, 2.0])]
+    later = [torch.tensor([0.0, 0.004, 1.0, 3.0])]
+    shares = accepted_shares([first, later], 1e-2, 1e-2)
+    assert shares["zero"] == pytest.approx(4 / 8)        # 0, 0.005, 0, 0.004
+    assert shares["stale"] == pytest.approx(3 / 4)       # all but 3.0 against 2.0
+    assert shares["constant"] == pytest.approx(4 / 8)    # each draw's median (0.005, 0.004) and the 0 beside it
+
+
+RELU_AFTER = """        x = F.{first}(x, y{args})
+        x = F.relu(x)
+        return x"""
+
+
+def test_every_operator_rule_rejects_a_relu_after_a_distance():
+    result = verdict(task(RELU_AFTER.format(first="pairwise_distance", args=""),
+                          "torch.randn(256, 16), torch.randn(256, 16)", args="x, y"))
+    assert (result.reason, result.stages[-1][0]) == ("trivial", "operator_work")
+    assert "without `F.relu(x)`" in result.detail
+
+
+def test_every_operator_rule_keeps_a_relu_after_a_cosine_similarity():
+    result = verdict(task(RELU_AFTER.format(first="cosine_similarity", args=", dim=1"),
+                          "torch.randn(256, 16), torch.randn(256, 16)", args="x, y"))
+    assert result.keep, (result.reason, result.detail)
+    assert result.metrics["identity_statements"] == 1   # the distance changes the shape: only the ReLU is tried
+
+
+def test_ablations_replace_one_statement_of_forward_each():
+    code = task(RELU_AFTER.format(first="cosine_similarity", args=", dim=1"), "torch.randn(4, 4), torch.randn(4, 4)", args="x, y")
+    variants = ablations(code)
+    assert [v.source for v in variants] == ["F.cosine_similarity(x, y, dim=1)", "F.relu(x)"]
+    assert "x = _opgen_skip(x, F.relu(x))" in variants[1].code
+    assert "x = F.cosine_similarity(x, y, dim=1)" in variants[1].code
