@@ -14,6 +14,7 @@ from filters.execute.task_run import TaskRun
 from filters.execute.tensors import accepted_shares
 from filters.execute.visible import MAX_ACCEPTED_SHARE
 from opgen.taskcode.ablate import ablations
+from opgen.vocab.ops_norm import BATCH_NORM_STATISTICS
 
 BEFORE_RUNTIME = tuple(check for check in STAGES if check.name not in ("runtime", "compile"))
 
@@ -115,3 +116,21 @@ def test_ablations_replace_one_statement_of_forward_each():
     assert [v.source for v in variants] == ["F.cosine_similarity(x, y, dim=1)", "F.relu(x)"]
     assert "x = _opgen_skip(x, F.relu(x))" in variants[1].code
     assert "x = F.cosine_similarity(x, y, dim=1)" in variants[1].code
+
+
+BATCH_NORM = """        self.bn = nn.BatchNorm2d(8)
+{statistics}"""
+SAMPLED_STATISTICS = "\n".join(f"        {line.format(self='self.bn', num_features=8)}" for line in BATCH_NORM_STATISTICS)
+
+
+def test_every_operator_rule_rejects_an_eval_batch_norm_at_its_default_statistics():
+    result = verdict(task("        x = self.bn(x)\n        return torch.tanh(x)", "torch.randn(4, 8, 6, 6)",
+                          BATCH_NORM.format(statistics="")))
+    assert (result.reason, result.stages[-1][0]) == ("trivial", "operator_work")
+    assert "without `self.bn(x)`" in result.detail
+
+
+def test_the_sampled_batch_norm_statistics_make_it_do_work():
+    result = verdict(task("        x = self.bn(x)\n        return torch.tanh(x)", "torch.randn(4, 8, 6, 6)",
+                          BATCH_NORM.format(statistics=SAMPLED_STATISTICS)))
+    assert result.keep, (result.reason, result.detail)

@@ -122,6 +122,7 @@ def render(graph: nx.DiGraph, vocab: Vocabulary) -> str:
             attr = attrs.unique(spec.attr_name)
             init_lines.append(f"self.{attr} = {spec.module.format(**module_fields)}")
             fields["self"] = f"self.{attr}"
+            init_lines += [line.format(**module_fields, self=fields["self"]) for line in spec.setup]
         call_fields = {**fields, **{k: literal(v) for k, v in params.items()}}
         for arg, name in arg_names.items():
             if "{" + arg + "}" in spec.call:

@@ -42,11 +42,18 @@ def _draw_lrn(rng: random.Random, shape: Shape, sizes: Sizes) -> Params:
     return {"size": rng.choice((2, 3, 5)), "alpha": rng.choice((1e-4, 1e-3)), "beta": 0.75, "k": rng.choice((1.0, 2.0))}
 
 
+# Running statistics as a trained network has them, one per channel. At their defaults (mean 0, variance 1) an
+# eval-mode batch norm is the identity within 1e-5, and a kernel that skips it passes the consumer's check: on one
+# H200, 280 of 1,189 gpu-profile candidates had such a batch norm (docs/grader_proof.md).
+BATCH_NORM_STATISTICS = ("{self}.running_mean.copy_(torch.linspace(-0.5, 0.5, {num_features}))",
+                         "{self}.running_var.copy_(torch.linspace(0.5, 2.0, {num_features}))")
+
+
 def _batch_norm(dims: int) -> OpSpec:
     ranks = (2, 3) if dims == 1 else (dims + 2,)
     return OpSpec(name=f"nn.BatchNorm{dims}d", category="norm", phrase="applies batch normalization", ranks=ranks,
                   draw=_draw_batch_norm, module=f"nn.BatchNorm{dims}d({{num_features}}, affine={{affine}})",
-                  args=("num_features",), attr="bn", family="batch_norm")
+                  setup=BATCH_NORM_STATISTICS, args=("num_features",), attr="bn", family="batch_norm")
 
 
 def _instance_norm(dims: int) -> OpSpec:

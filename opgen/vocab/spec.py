@@ -89,7 +89,9 @@ class OpSpec:
     Templates use `{x}` (the current tensor), `{self}` (this op's attribute, `self.<attr>`), the names of
     extra inputs, the names of `helpers`, and parameter names. `helpers` are `(name, template)` pairs built
     in `__init__` before `module`, each stored as its own attribute that `{name}` refers to (a shared config
-    object, the rotary embedding an attention block needs). A parameter listed in `args` becomes a
+    object, the rotary embedding an attention block needs). `setup` templates are statements run in `__init__`
+    right after `module` is built (a batch norm's running statistics, which at their defaults make it the
+    identity in eval mode). A parameter listed in `args` becomes a
     `Model.__init__` argument and a module-level size constant (stored as `self.<name>` when a forward
     template uses it); any other parameter is written as a literal. By convention dim 0 of every tensor is
     the batch dimension and parameters never depend on it, so a profile can rescale the batch afterwards.
@@ -115,6 +117,7 @@ class OpSpec:
     standalone: bool = False
     imports: tuple[str, ...] = ()
     helpers: tuple[tuple[str, str], ...] = ()
+    setup: tuple[str, ...] = ()
     family: str = ""
     defined_in: str = field(default="opgen", compare=False)
 
@@ -200,7 +203,8 @@ def check_draw(spec: OpSpec, sizes: Sizes, rng: random.Random, shape: Shape) -> 
     extras = spec.extras(shape, params) if spec.extras else []
     known |= {extra.name for extra in extras}
     known |= {name for name, _ in spec.helpers}
-    templates = [("module", spec.module), ("call", spec.call), *(("helpers", t) for _, t in spec.helpers)]
+    templates = [("module", spec.module), ("call", spec.call), *(("helpers", t) for _, t in spec.helpers),
+                 *(("setup", t) for t in spec.setup)]
     for field_name, template in templates:
         if template is None:
             continue
