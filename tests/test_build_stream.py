@@ -113,7 +113,7 @@ def test_stage_by_stage_in_one_execute_lane_gives_the_same_dataset(streamed, tmp
 
 @pytest.mark.heavy
 def test_the_old_mode_starts_a_top_up_round_only_once_the_previous_round_is_timed(tmp_path):
-    """As the issue measured it: no two stages at once, so round r+1 is drawn after round r's last timing."""
+    """As the build ran before streaming: no two stages at once, so round r+1 is drawn after round r's last timing."""
     run = tmp_path / "run"
     done = build(run, "stages", extra=("rounds",))   # planning by rounds: n x 1.25 from the mix, then top-ups
     assert done.returncode == 0, done.stderr[-3000:]
