@@ -29,7 +29,7 @@ lint: setup
 	$(BIN)/ruff check opgen filters kernels_ref tests scripts
 
 bench: setup
-	$(BIN)/python scripts/bench.py
+	$(BIN)/python scripts/bench/all.py
 
 dataset: setup
 	$(BIN)/opgen build --n $(N) --seed $(SEED) --out $(RUN) --device cpu --profile smoke

@@ -18,7 +18,7 @@ from opgen.taskcode.ops import NOT_OPERATORS, VIEW_METHODS, OpEvent, op_events
 from opgen.vocab.families import families_of, family_signature
 
 FINGERPRINT_VERSION = 3  # bump when normalisation or what is cached changes: it keys the reference cache
-SHINGLE_SIZE = 7  # tokens per shingle: chosen with scripts/decontam_curve.py (docs/decontamination.md)
+SHINGLE_SIZE = 7  # tokens per shingle: chosen with scripts/analysis/decontam_curve.py (docs/decontamination.md)
 # What fingerprint() raises on code that does not parse.
 FINGERPRINT_ERRORS = (SyntaxError, tokenize.TokenError, ValueError, RecursionError)
 IDENTIFIER = "V"   # placeholder for a user identifier

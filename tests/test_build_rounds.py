@@ -158,7 +158,7 @@ def test_unneeded_shards_are_those_after_a_source_quota_met_by_finished_shards()
 
 
 def test_execution_order_runs_every_source_s_needed_shards_before_any_margin():
-    # session 9's round 0, shortened: torch#1 in 4 shards, torch#2 in 8, one shard each of two rare sources
+    # an n = 150 gpu build's round 0, shortened: torch#1 in 4 shards, torch#2 in 8, one shard each of two rare sources
     shards = [(0, "torch#1"), (1, "torch#1"), (2, "torch#1"), (3, "torch#1"),
               *[(4 + j, "torch#2") for j in range(8)], (12, "torch#4"), (13, "transformers")]
     order = rounds.execution_order(shards)

@@ -113,7 +113,7 @@ def test_stage_by_stage_in_one_execute_lane_gives_the_same_dataset(streamed, tmp
 
 @pytest.mark.heavy
 def test_the_old_mode_starts_a_top_up_round_only_once_the_previous_round_is_timed(tmp_path):
-    """As the issue measured it: no two stages at once, so round r+1 is drawn after round r's last timing."""
+    """As the build ran before streaming: no two stages at once, so round r+1 is drawn after round r's last timing."""
     run = tmp_path / "run"
     done = build(run, "stages", extra=("rounds",))   # planning by rounds: n x 1.25 from the mix, then top-ups
     assert done.returncode == 0, done.stderr[-3000:]
@@ -140,8 +140,8 @@ def test_skipping_shards_that_can_only_add_surplus_leaves_the_dataset_unchanged(
     for stage in ("sandbox", "runtime_window"):
         assert skipped["funnel"]["stages"][stage]["seen"] <= everything["funnel"]["stages"][stage]["seen"]
     assert skipped["surplus"] <= everything["surplus"]
-    # scripts/compare_builds.py agrees, and says what became of each candidate the two runs treated differently
-    sys.path.insert(0, str(REPO / "scripts"))
+    # scripts/analysis/compare_builds.py agrees, and says what became of each candidate the two runs treated differently
+    sys.path.insert(0, str(REPO / "scripts" / "analysis"))
     import compare_builds
 
     report = compare_builds.compare(streamed, tmp_path / "run")
@@ -277,10 +277,10 @@ def test_unwritable_run_folder_is_one_line_and_status_2(tmp_path, where):
 
 @pytest.mark.heavy
 def test_agreement_script_reads_an_unfinished_run_folder_s_timed_survivors(streamed, tmp_path):
-    """scripts/agreement.py on a build cut short: the timed survivors of its shards, the dataset's rows among them."""
+    """scripts/analysis/agreement.py on a build cut short: the timed survivors of its shards, the dataset's rows among them."""
     import shutil
 
-    sys.path.insert(0, str(REPO / "scripts"))
+    sys.path.insert(0, str(REPO / "scripts" / "analysis"))
     from agreement import read_rows
 
     cut = tmp_path / "cut"
@@ -308,7 +308,7 @@ def test_rejections_for_memory_are_counted_by_stage():
 
 @pytest.mark.heavy
 def test_run_profile_reads_where_the_workers_time_went(streamed, tmp_path, capsys):
-    sys.path.insert(0, str(REPO / "scripts"))
+    sys.path.insert(0, str(REPO / "scripts" / "analysis"))
     try:
         import run_profile
     finally:

@@ -70,7 +70,7 @@ def test_chunked_scans_of_one_output(monkeypatch):
 
 def test_a_comparison_reads_its_chunks_results_at_once(monkeypatch):
     """Each comparison waits for the device once, not once a chunk: on a GPU time-shared by a dozen worker
-    processes a wait a chunk made the checks 2 s slower a candidate (docs/benchmarks.md, session 11)."""
+    processes a wait a chunk made the checks 2 s slower a candidate (docs/benchmarks.md, "GPU build")."""
     monkeypatch.setattr(tensors, "CHUNK_ELEMENTS", 7)
     reads: list[str] = []
     for name in ("item", "__bool__", "tolist"):

@@ -1,4 +1,4 @@
-"""scripts/survival_by_rule.py: survival and window share per composition rule, from verdicts or a cut-short log."""
+"""scripts/analysis/survival_by_rule.py: survival and window share per composition rule, from verdicts or a cut-short log."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "analysis"))
 
 from survival_by_rule import read_verdicts, summarize  # noqa: E402
 

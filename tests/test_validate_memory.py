@@ -121,7 +121,7 @@ def test_a_task_short_of_gpu_memory_in_a_pool_of_its_own_goes_to_a_fresh_worker(
 def test_run_profile_sums_up_the_checks_peak_gpu_memory():
     import sys
 
-    sys.path.insert(0, str(Path(__file__).parents[1] / "scripts"))
+    sys.path.insert(0, str(Path(__file__).parents[1] / "scripts" / "analysis"))
     try:
         import run_profile
     finally:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from kernels_ref.fingerprint import Fingerprint
 from kernels_ref.index import ReferenceIndex
 
-# Chosen by scripts/decontam_curve.py (docs/decontamination.md): recall on disguised copies vs honest tasks.
+# Chosen by scripts/analysis/decontam_curve.py (docs/decontamination.md): recall on disguised copies vs honest tasks.
 CONTAMINATION_THRESHOLD = 0.65
 RULES = ("signature", "family_signature", "jaccard")  # checked in this order; the first that fires is the rule
 

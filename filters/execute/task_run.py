@@ -71,9 +71,11 @@ class TaskRun:
         """Draw `draw`'s inputs: draw 0's are kept, a later draw's are drawn again from its seed each time.
 
         Four draws of GPU-sized inputs held at once, beside a dozen other workers' checks, ran tasks out of the
-        GPU's memory (docs/benchmarks.md, session 11); drawing again costs milliseconds on the GPU. A draw that
-        does not come out as it did the first time (`get_inputs` not seeded by torch) rejects the task: the
-        checks could not compare its draws, nor could the environment reproduce them."""
+        GPU's memory (on an H200 with 12 workers, 82 candidates of an n = 150 build ran short at first; 5 once
+        later draws were drawn again and comparisons ran a chunk at a time: docs/benchmarks.md, "GPU build");
+        drawing again costs milliseconds on the GPU. A draw that does not come out as it did the first time
+        (`get_inputs` not seeded by torch) rejects the task: the checks could not compare its draws, nor could
+        the environment reproduce them."""
         if draw == 0:
             return self.inputs
         with self.sharing_gpu():

@@ -22,7 +22,9 @@ class ReturningCachedMemory(Filter):
 
     PyTorch's caching allocator keeps freed blocks for this process, where other processes cannot use them:
     a dozen workers sharing one GPU each kept several GB of a check's temporaries (the determinism check's
-    second model and outputs), and their neighbours' tasks ran out of memory (docs/benchmarks.md, session 6).
+    second model and outputs), and their neighbours' tasks ran out of memory (on an H200 with 12 workers, 74
+    of 517 candidates rejected for GPU memory; 8 once checks gave it back and built weights outside the GPU
+    lock, docs/benchmarks.md, "GPU build").
     """
 
     def __init__(self, check: Filter):

@@ -51,7 +51,7 @@ class RoundState:
 
 class Build:
     """One build over a run folder; `run()` does (or finishes) it. `stream=False` is the old mode, kept for
-    comparison, scheduled as the build was before streaming (issue 11): the stages of a round run one after
+    comparison, scheduled as the build was before streaming: the stages of a round run one after
     another, execute jobs one shard at a time on all the workers (one lane), every shard runs to the end (none is
     skipped or stopped when its survivors could only be surplus), and a top-up round starts once the previous one
     is timed. It changes speed, never the dataset."""

@@ -97,7 +97,8 @@ def _time_shard(payload: dict) -> dict:
 
 
 SAMPLE = Stage("sample+static", sample_and_screen, num_cpus=1)
-# Lanes of two workers: one worker per lane, with the timing stage in four lanes of one, was slower on the H200
-# (docs/benchmarks.md, session 6): every process busy, the host's cores oversubscribed.
+# Lanes of two workers: one worker per lane, with the timing stage in four lanes of one, was slower on an H200 with
+# 16 cores (29.5 tasks/min after the first task against 44 at n = 300): every process busy, the host's cores
+# oversubscribed, every check two to three times slower (docs/benchmarks.md, "GPU build").
 EXECUTE = Stage("execute", execute_shard, num_cpus=1, own_workers=True, lane_workers=2)
 TIMING = Stage("timing", time_shard, num_cpus=1, num_gpus=1, own_workers=True)

@@ -76,7 +76,8 @@ def trial_times_ms(torch, fn: Callable, inputs: list, device: str, plan: TrialPl
     The flush is waited for before the start event is recorded. KernelBench's loop does not wait: its call then
     races the flush, and where the host's call takes about as long as the flush (compiled modules of a few
     kernels) the GPU's wait for the first kernel falls inside the window in some runs and not in others, which
-    moved compiled medians by 2.6% from run to run on the H200; waiting, 1.7% (docs/benchmarks.md, session 7)."""
+    moved compiled medians of KernelBench level 2 by 2.6% from run to run on an H200; waiting, 1.7%
+    (docs/benchmarks.md, "KernelBench timing")."""
     warm_up(torch, fn, inputs, plan.warmups)
     samples: list[float] = []
     if device != "cuda":

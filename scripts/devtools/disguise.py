@@ -1,5 +1,5 @@
 """Disguised copies of reference problems (renamed, resized, re-documented, reformatted, functional spellings),
-the positives that decontamination must catch in the tests and in scripts/decontam_curve.py."""
+the positives that decontamination must catch in the tests and in scripts/analysis/decontam_curve.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Benchmark: dedup + decontamination of 50,000 sampled candidates (within the set and against KernelBench).
 
-    python scripts/bench_dedup.py [--n 50000] [--reference ../shared/kernelbench/problems.jsonl]
+    python scripts/bench/dedup.py [--n 50000] [--reference ../shared/kernelbench/problems.jsonl]
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from filters.dedup.near import format_report, run_dedup  # noqa: E402
 from kernels_ref import reference_index  # noqa: E402
 from opgen.records import task_id  # noqa: E402
 
-DEFAULT_REFERENCE = str(Path(__file__).resolve().parents[2] / "shared" / "kernelbench" / "problems.jsonl")
+DEFAULT_REFERENCE = str(Path(__file__).resolve().parents[3] / "shared" / "kernelbench" / "problems.jsonl")
 
 
 def sampled_candidates(count: int, seed: int = 0) -> list[dict]:

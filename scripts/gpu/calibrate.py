@@ -1,7 +1,7 @@
 """On the GPU: eager CUDA time of gpu-profile candidates vs the sampler's estimate, to calibrate the profile.
 
-Usage (device): python3 scripts/device_calibrate.py CANDIDATES.jsonl OUT.jsonl [PART/PARTS]
-                python3 scripts/device_calibrate.py --summary OUT.jsonl [OUT2.jsonl ...]
+Usage (device): python3 scripts/gpu/calibrate.py CANDIDATES.jsonl OUT.jsonl [PART/PARTS]
+                python3 scripts/gpu/calibrate.py --summary OUT.jsonl [OUT2.jsonl ...]
 One process per GPU (CUDA_VISIBLE_DEVICES, PART/PARTS = 0/2 and 1/2); lines are written as they finish, so
 a run cut short by a time limit still summarises. Candidates come from `opgen sample --profile gpu`; they
 are opgen's own rendered code, run in this process one after the other (a failure is recorded, the next

@@ -2,8 +2,8 @@
 settings, one process, one task at a time (CUDA events, L2 flush, 5 warm-ups, median of 30), no opgen code in the timing
 (opgen only reads the run folder).
 
-    python scripts/agreement.py RUN_DIR/tasks.parquet OUT.json [--limit 100]
-    python scripts/agreement.py RUN_DIR OUT.json          # a run folder: its tasks, or (unfinished) its timed survivors
+    python scripts/analysis/agreement.py RUN_DIR/tasks.parquet OUT.json [--limit 100]
+    python scripts/analysis/agreement.py RUN_DIR OUT.json          # a run folder: its tasks, or (unfinished) its timed survivors
 
 Prints and writes: the median ratio dataset/independent, the log-correlation, p10-p90 of the ratio, and the
 same for convolution and recurrent tasks (the ones TF32 precision moves).
@@ -22,7 +22,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from opgen.pipeline.report import kept_by_key  # noqa: E402
 from opgen.pipeline.rundir import RunDir  # noqa: E402

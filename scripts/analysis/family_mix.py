@@ -1,11 +1,11 @@
 """Family figures of a task set: distinct families and chains, near-duplicate pairs, KernelBench family matches,
 the share of adjacent pairs that real models have (the composition prior), batch sizes of convolution and
 row-wise tasks, and the top families and adjacent pairs beside KernelBench level 2's and the prior's
-(docs/benchmarks.md, issue 13).
+(docs/benchmarks.md, "Composition").
 
-    python scripts/family_mix.py data/fam60                  # a run folder (tasks.parquet) ...
-    python scripts/family_mix.py data/dev/gpu6000.jsonl      # ... or a JSONL of candidates (opgen sample)
-    python scripts/family_mix.py data/dev/gpu6000.jsonl --verdicts data/dev/dedup6000.jsonl   # its dedup survivors
+    python scripts/analysis/family_mix.py data/fam60                  # a run folder (tasks.parquet) ...
+    python scripts/analysis/family_mix.py data/dev/gpu6000.jsonl      # ... or a JSONL of candidates (opgen sample)
+    python scripts/analysis/family_mix.py data/dev/gpu6000.jsonl --verdicts data/dev/dedup6000.jsonl   # its dedup survivors
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections import defaultdict
 from itertools import combinations
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from filters.dedup.chains import SIZE_RATIO, TaskShape, same_regime, task_shape  # noqa: E402
 from kernels_ref import load_reference  # noqa: E402
@@ -28,10 +28,10 @@ from opgen.vocab import cached_vocabulary  # noqa: E402
 from opgen.vocab.families import families_of, family_signature  # noqa: E402
 from opgen.vocab.prior import CompositionPrior, load_prior  # noqa: E402
 
-CONV_BATCH_LIMIT = 512      # issue 13: no convolution or pooling task above this batch
-ROWS_LIMIT = 65536          # issue 13: at most 10% of row-wise tasks above this many rows
+CONV_BATCH_LIMIT = 512      # real networks: no convolution or pooling task above this batch
+ROWS_LIMIT = 65536          # real networks: at most 10% of row-wise tasks above this many rows
 
-DEFAULT_REFERENCE = str(Path(__file__).resolve().parents[2] / "shared" / "kernelbench" / "problems.jsonl")
+DEFAULT_REFERENCE = str(Path(__file__).resolve().parents[3] / "shared" / "kernelbench" / "problems.jsonl")
 
 
 def read_tasks(path: Path) -> list[dict]:

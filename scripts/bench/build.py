@@ -7,7 +7,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 KERNELBENCH = REPO.parent / "shared" / "kernelbench" / "problems.jsonl"

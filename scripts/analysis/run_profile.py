@@ -1,7 +1,7 @@
 """Where a build's worker time went, from its run folder (finished or not): the figures of docs/benchmarks.md's
 device sections, read the same way every time.
 
-    python scripts/run_profile.py RUN_DIR [--compare OTHER_RUN_DIR] [--json OUT.json]
+    python scripts/analysis/run_profile.py RUN_DIR [--compare OTHER_RUN_DIR] [--json OUT.json]
 
 Execute stage (finished shards): candidates executed, the worker processes that ran them and the mean seconds of
 each one's first task against its later ones, each check's seconds per candidate it saw (from the
@@ -21,7 +21,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from opgen.pipeline.report import seconds_share  # noqa: E402
 from opgen.pipeline.rundir import RunDir  # noqa: E402

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-SCRIPTS = ("bench_sample.py", "bench_dedup.py", "bench_validate.py", "bench_timing.py", "bench_build.py")
+SCRIPTS = ("sample.py", "dedup.py", "validate.py", "timing.py", "build.py")
 
 
 def main() -> int:
@@ -17,7 +17,7 @@ def main() -> int:
         if not script.exists():
             continue
         print(f"\n== {name} ==", flush=True)
-        result = subprocess.run([sys.executable, str(script)], cwd=here.parent)
+        result = subprocess.run([sys.executable, str(script)], cwd=here.parents[1])
         failed += result.returncode != 0
     return 1 if failed else 0
 

@@ -1,4 +1,4 @@
-# Sourced by the device scripts: install the carried wheels (.whl/, from scripts/device_prepare.sh) into /tmp/site
+# Sourced by the device scripts: install the carried wheels (.whl/, from scripts/gpu/prepare.sh) into /tmp/site
 # and put them on PYTHONPATH; `machine_facts FILE` writes the GPUs, cores and library versions there (and prints them).
 # Installed once per machine: a build left running in the background by an earlier call imports from /tmp/site.
 if [ -f /tmp/site/.opgen-installed ]; then

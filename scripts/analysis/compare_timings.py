@@ -4,7 +4,7 @@ trials), with the trials the runs used; the median ratio (a shift of one run aga
 (events median less device time) of each run, how much it moves between the two runs, and how the eager and
 compile gap changes of one task correlate.
 
-    python scripts/compare_timings.py RUN1.jsonl RUN2.jsonl [REFERENCE.jsonl]
+    python scripts/analysis/compare_timings.py RUN1.jsonl RUN2.jsonl [REFERENCE.jsonl]
 """
 
 from __future__ import annotations

@@ -2,12 +2,13 @@
 # Here (not on the GPU machine): lay out what the device scripts carry, in git-ignored folders.
 #   .whl/     wheels the GPU image lacks (datasketch, datasets + dill/multiprocess, transformers 5.24 to match
 #             the vocabulary), installed there with --no-deps into /tmp/site by the device scripts;
-#   .devdata/ the offline KernelBench copy, 200 gpu-profile candidates for scripts/device_calibrate.py, and
+#   .devdata/ the offline KernelBench copy and its published timings (kb_timing/, for the `kb` step's report),
+#             200 gpu-profile candidates for the `calibrate` step (scripts/gpu/calibrate.py), and
 #             mixuniform.jsonl: the dedup survivors of gpu candidates 0-199 of seed 0 under --composition mix
-#             and uniform, interleaved, each id prefixed by its composition (scripts/device_checks.sh mixuniform).
-# Then call the device tool with carry [".devdata", ".whl"] and e.g. `STEPS=build OUT=$OUT bash scripts/device_checks.sh`.
+#             and uniform, interleaved, each id prefixed by its composition (scripts/gpu/checks.sh mixuniform).
+# Then call the device tool with carry [".devdata", ".whl"] and e.g. `STEPS=build OUT=$OUT bash scripts/gpu/checks.sh`.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 for path in /.whl/ /.devdata/; do grep -qx "$path" .git/info/exclude || echo "$path" >> .git/info/exclude; done
 PY=${PY:-.venv/bin/python}
 "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
@@ -15,6 +16,8 @@ PY=${PY:-.venv/bin/python}
     transformers==5.24.0 datasketch==2.0.0 datasets==5.2.0 dill==0.4.1 multiprocess==0.70.19
 mkdir -p .devdata
 cp "${KERNELBENCH:-../shared/kernelbench/problems.jsonl}" .devdata/problems.jsonl
+KB_TIMING=$(dirname "${KERNELBENCH:-../shared/kernelbench/problems.jsonl}")/timing
+[ -d "$KB_TIMING" ] && rm -rf .devdata/kb_timing && cp -r "$KB_TIMING" .devdata/kb_timing
 "$PY" -m opgen sample --n 200 --seed 2026 --profile gpu --out .devdata/gpu200.jsonl --workers 2
 for mode in mix uniform; do
   "$PY" -m opgen sample --n "${MIXUNIFORM_N:-200}" --seed 0 --profile gpu --composition "$mode" --workers 2 \

@@ -5,7 +5,7 @@ running each task once eagerly and once under torch.compile. Validation is measu
 pool's workers first compile a warm-up task each (the start-up a long run pays once; the build keeps its
 pool across shards), then the clock runs over the tasks. The cold figure, start-up included, is printed
 too. Both runs start from an empty inductor cache.
-Goal: warm validation wall time / raw wall time <= 1.25.  Run: `python scripts/bench_validate.py [N]`.
+Goal: warm validation wall time / raw wall time <= 1.25.  Run: `python scripts/bench/validate.py [N]`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 KERNELBENCH = Path("/work/shared/kernelbench/problems.jsonl")
 

@@ -1,6 +1,6 @@
 """Compare two build run folders: their datasets, and every candidate's fate, so that each difference is explained.
 
-    python scripts/compare_builds.py RUN_A RUN_B
+    python scripts/analysis/compare_builds.py RUN_A RUN_B
 
 Prints the dataset rows both publish (id, code, ops, data_source), then each task only one of them publishes
 with its fate in the other (not drawn there, rejected at a stage and why, surplus beyond its source's quota,
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from opgen.pipeline.rundir import RunDir  # noqa: E402
 from opgen.sandbox.pool import is_out_of_memory  # noqa: E402
 

@@ -1,10 +1,10 @@
-"""Survival and runtime-window share of validated candidates, grouped by the prefix of their id (issue 13: the
-`mix` and `uniform` composition rules side by side on the GPU).
+"""Survival and runtime-window share of validated candidates, grouped by the prefix of their id (the `mix` and
+`uniform` composition rules side by side on the GPU).
 
-    python scripts/survival_by_rule.py VERDICTS.jsonl [--sampled RULE=N ...]
+    python scripts/analysis/survival_by_rule.py VERDICTS.jsonl [--sampled RULE=N ...]
 
 VERDICTS is `opgen validate --device cuda` output (default window; or its `.partial` log) over candidates whose ids start with their
-rule (`mix-ops-...`, `uniform-ops-...`; scripts/device_prepare.sh writes them). `--sampled mix=200` names how
+rule (`mix-ops-...`, `uniform-ops-...`; scripts/gpu/prepare.sh writes them). `--sampled mix=200` names how
 many candidates the rule drew before dedup, for survival from the draw. Per rule: candidates validated, kept,
 survival, the share inside the window among those whose eager time was measured, and the rejection reasons.
 """
@@ -17,7 +17,7 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from filters.window import DEFAULT_WINDOW_MS, Window  # noqa: E402
 from opgen.jsonl import read_jsonl  # noqa: E402

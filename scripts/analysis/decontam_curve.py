@@ -1,6 +1,6 @@
 """Precision/recall of the contamination rules over Jaccard thresholds: disguised KernelBench copies vs sampler tasks.
 
-    python scripts/decontam_curve.py --reference ../shared/kernelbench/problems.jsonl --honest 1000 --shingle-sizes 5,7
+    python scripts/analysis/decontam_curve.py --reference ../shared/kernelbench/problems.jsonl --honest 1000 --shingle-sizes 5,7
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from filters.dedup.decontam import CONTAMINATION_THRESHOLD  # noqa: E402
 from filters.dedup.near import fingerprint_codes  # noqa: E402
