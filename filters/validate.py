@@ -8,6 +8,7 @@ import threading
 from filters.base import Funnel, Verdict
 from filters.execute import STAGE_NAMES
 from filters.static import STATIC_FILTERS, static_verdicts
+from opgen.sandbox.faults import ErrorRun
 from opgen.sandbox.gpus import gpu_slot_envs
 from opgen.sandbox.pool import KeptPools, SandboxPool, SandboxResult, out_of_memory, over_memory_limit
 
@@ -70,13 +71,16 @@ def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int =
                      memory_mb: int | None = 4096, runtime_window_ms: tuple[float, float] | None = None,
                      funnel: Funnel | None = None, progress: bool = False, seed: int = 0, draws: int = 3,
                      reuse_pool: bool = False, lane: int = 0, lanes: int = 1,
-                     stop: threading.Event | None = None) -> list[dict] | None:
+                     stop: threading.Event | None = None, faults: ErrorRun | None = None) -> list[dict] | None:
     """Verdict lines of the sandboxed execute checks, one per record, in input order.
 
     `reuse_pool` keeps the workers alive for the next call in this process (the build's shards); a build
     running `lanes` such calls side by side gives each its `lane` number: its own kept pool, its share of
     the CPU threads, and its next GPUs on a machine with several. Once `stop` is set (the build no longer needs
-    these verdicts) the checks under way finish, none starts, and the call returns None."""
+    these verdicts) the checks under way finish, none starts, and the call returns None.
+
+    A rejection whose message names the machine, or a run of identical ones (`faults`, which may carry the run
+    over from earlier calls: opgen/sandbox/faults.py), raises MachineFault: the call returns no verdict at all."""
     if not records:
         return []
     if funnel is not None:
@@ -121,6 +125,7 @@ def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int =
         if funnel is not None:
             funnel.count(verdict)
         lines.append(verdict.line(record))
+    (faults if faults is not None else ErrorRun()).check(lines, records)
     return lines
 
 
@@ -132,7 +137,7 @@ def _short_of_gpu_memory(result: SandboxResult) -> bool:
 def validate_records(records: list[dict], *, device: str = "cpu", workers: int = 2, timeout_s: float = 120,
                      memory_mb: int | None = 4096, runtime_window_ms: tuple[float, float] | None = None,
                      funnel: Funnel | None = None, progress: bool = False, seed: int = 0,
-                     draws: int = 3, reuse_pool: bool = False) -> list[dict]:
+                     draws: int = 3, reuse_pool: bool = False, faults: ErrorRun | None = None) -> list[dict]:
     """Static chain, then the execute checks on the survivors; one verdict line per record, in input order."""
     funnel = funnel if funnel is not None else Funnel()
     funnel.declare(VALIDATION_STAGES)
@@ -140,7 +145,8 @@ def validate_records(records: list[dict], *, device: str = "cpu", workers: int =
     survivors = [i for i, line in enumerate(lines) if line["keep"]]
     executed = execute_verdicts([records[i] for i in survivors], device=device, workers=workers,
                                 timeout_s=timeout_s, memory_mb=memory_mb, runtime_window_ms=runtime_window_ms,
-                                funnel=funnel, progress=progress, seed=seed, draws=draws, reuse_pool=reuse_pool)
+                                funnel=funnel, progress=progress, seed=seed, draws=draws, reuse_pool=reuse_pool,
+                                faults=faults)
     for index, line in zip(survivors, executed):
         lines[index] = line
     return lines

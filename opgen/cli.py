@@ -1,4 +1,5 @@
-"""The `opgen` command line: one subcommand per stage, exit 0 done, 2 bad input, 1 internal error."""
+"""The `opgen` command line: one subcommand per stage, exit 0 done, 2 bad input or a machine fault (no CUDA, a lost
+GPU, a file that cannot be written), 1 internal error."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import argparse
 import sys
 
 from opgen.commands import COMMANDS
-from opgen.errors import UsageError
+from opgen.errors import MachineFault, UsageError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -28,6 +29,13 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except UsageError as error:
         print(f"opgen: error: {error}", file=sys.stderr)
+        return 2
+    except MachineFault as error:  # the machine, not the input: nothing was judged on it (README, exit status)
+        print(f"opgen: error: machine fault: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:  # a file or folder that cannot be read or written: one line, as bad input
+        where = f" {error.filename}" if error.filename else ""
+        print(f"opgen: error: cannot use{where}: {error.strerror or error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("opgen: interrupted", file=sys.stderr)

@@ -81,3 +81,16 @@ def write_jsonl(path: str | os.PathLike, rows: Iterable[dict]) -> int:
             count += 1
     os.replace(tmp, path)
     return count
+
+
+def require_writable(path: str | os.PathLike, option: str = "--out") -> None:
+    """Make sure `path` can be written (its folder created, a file made beside it) before any work: UsageError
+    (one line, exit 2) when it cannot, rather than a traceback once the work is done."""
+    path = Path(path)
+    probe = path.with_name(f".{path.name}.probe")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        probe.touch()
+        probe.unlink()
+    except OSError as error:
+        raise UsageError(f"cannot write {option} {path}: {error.strerror or error}") from None

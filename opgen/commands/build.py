@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 
 from filters.dedup.chains import DEFAULT_MAX_PER_CHAIN
 from opgen.commands.composition_options import add_composition_options
 from opgen.commands.timing_options import add_timing_options, timing_options
 from opgen.errors import UsageError
+from opgen.jsonl import require_writable
 from opgen.pipeline.build import BuildConfig, run_build
 from opgen.pipeline.config import CHAIN_SHARE
 from opgen.pipeline.executors import make_executor
@@ -45,8 +47,18 @@ def register(sub) -> None:
                         help="timing sandbox workers per GPU (default: half the cores per GPU, 1 to 8)")
     add_composition_options(parser)
     add_timing_options(parser, compile_option=False)
+    parser.add_argument("--save-state", default=None, metavar="FILE",
+                        help="keep the build's state in FILE (and FILE.*.N parts past 16 MiB), saved as it goes and "
+                             "when the call ends, to continue it elsewhere with --resume-from")
+    parser.add_argument("--resume-from", default=None, metavar="FILE",
+                        help="first restore the state saved by --save-state into --out (an empty folder or the same "
+                             "build's): nothing finished is redone")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.set_defaults(func=run)
+
+
+def _stop_on_sigterm(signum, frame) -> None:
+    raise SystemExit(143)   # a time limit's SIGTERM ends the call as Ctrl-C does: the state is saved on the way out
 
 
 def run(args) -> int:
@@ -60,11 +72,22 @@ def run(args) -> int:
                          trial_mode=timing.trial_mode, min_trials=timing.min_trials, precision=timing.precision,
                          planning=args.planning, max_per_chain=args.max_per_chain, composition=args.composition,
                          prior_weight=args.prior_weight, composition_prior=args.composition_prior)
+    if args.save_state:
+        require_writable(args.save_state, "--save-state")
+    if args.device == "cuda" and args.executor == "local":   # before any work, the executor's processes too
+        from opgen.sandbox.gpus import require_cuda
+
+        require_cuda()
     executor = make_executor(args.executor, args.workers)
+    previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)
     try:
+        if args.device == "cuda" and args.executor == "ray" and not executor.ray.cluster_resources().get("GPU", 0):
+            raise UsageError("--device cuda: the Ray cluster has no GPU")
         result = run_build(config, args.out, executor, progress=not args.no_progress, stream=not args.no_stream,
-                           timing_workers=args.timing_workers)
+                           timing_workers=args.timing_workers, save_state=args.save_state,
+                           resume_from=args.resume_from)
     finally:
+        signal.signal(signal.SIGTERM, previous)
         executor.close()
     print(result.funnel.table())
     by_source = ", ".join(f"{s} {v['tasks']}/{v['quota']}" for s, v in result.stats["by_source"].items() if v["quota"])

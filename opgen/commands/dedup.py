@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from opgen.errors import UsageError
-from opgen.jsonl import read_inputs, write_jsonl
+from opgen.jsonl import read_inputs, require_writable, write_jsonl
 
 
 def register(sub) -> None:
@@ -51,6 +51,7 @@ def run(args) -> int:
     if args.max_per_chain < 0:
         raise UsageError(f"--max-per-chain must be 0 (no cap) or more, got {args.max_per_chain}")
     records = read_inputs(args.input)
+    require_writable(args.out)
     existing = list(read_inputs(args.existing)) if args.existing else None
     result = run_dedup(records, reference=args.reference, existing=existing, threshold=args.threshold,
                        duplicate_threshold=args.duplicate_threshold, num_perm=args.num_perm,

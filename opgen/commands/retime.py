@@ -30,10 +30,9 @@ def run(args) -> int:
 
     options = timing_options(args, args.device)
     if args.device == "cuda":
-        from opgen.sandbox.gpus import visible_gpus
+        from opgen.sandbox.gpus import require_cuda
 
-        if not visible_gpus():
-            raise UsageError("--device cuda: no CUDA device is visible here (use --device cpu)")
+        require_cuda()
     if args.name is not None and not args.name.replace("-", "").isalnum():
         raise UsageError(f"--name must be letters, digits and dashes, got {args.name!r}")
     folder, config, rows = retime(args.dataset, options, out=args.out, name=args.name, limit=args.limit,

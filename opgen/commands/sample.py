@@ -13,6 +13,7 @@ from tqdm import tqdm
 from opgen.commands.composition_options import add_composition_options, composition_of
 from opgen.commands.vocab import add_vocab_plugin_option, load_or_fail
 from opgen.errors import UsageError
+from opgen.jsonl import require_writable
 from opgen.vocab.profiles import PROFILE_NAMES
 
 CHUNK = 64
@@ -52,7 +53,7 @@ def run(args) -> int:
     jobs = [(args.seed, start, min(CHUNK, args.start + args.n - start), args.profile, plugins, composition)
             for start in range(args.start, args.start + args.n, CHUNK)]
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    require_writable(out)   # before any work
     tmp = out.with_name(out.name + ".tmp")
     bar = tqdm(total=args.n, desc="sample", unit="task", file=sys.stderr, disable=None)
     with open(tmp, "w", encoding="utf-8") as handle:

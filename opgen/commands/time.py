@@ -10,7 +10,7 @@ import time
 from opgen.checkpoint import ChunkLog, inputs_identity, run_in_chunks
 from opgen.commands.timing_options import add_timing_options, timing_options
 from opgen.errors import UsageError
-from opgen.jsonl import read_inputs, write_jsonl
+from opgen.jsonl import read_inputs, require_writable, write_jsonl
 
 
 def register(sub) -> None:
@@ -31,7 +31,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from opgen.sandbox.gpus import default_workers_per_gpu, visible_gpus
+    from opgen.sandbox.gpus import default_workers_per_gpu, require_cuda
     from opgen.timing.driver import time_records, timing_summary
 
     options = timing_options(args, args.device)
@@ -39,11 +39,10 @@ def run(args) -> int:
         raise UsageError("--timeout must be positive")
     if args.workers_per_gpu is not None and args.workers_per_gpu < 1:
         raise UsageError("--workers-per-gpu must be >= 1")
+    gpus = len(require_cuda()) if args.device == "cuda" else 0   # before any work
     records = read_inputs(args.input)[: args.limit]
+    require_writable(args.out)
     if args.device == "cuda":
-        gpus = len(visible_gpus())
-        if not gpus:
-            raise UsageError("--device cuda: no CUDA device is visible here (use --device cpu)")
         # large chunks: each one ends with a short tail in which a GPU waits for the last compiles
         chunk_default = 16 * gpus * (args.workers_per_gpu or default_workers_per_gpu(gpus))
     else:

@@ -7,7 +7,7 @@ import sys
 
 from opgen.checkpoint import ChunkLog, inputs_identity, run_in_chunks
 from opgen.errors import UsageError
-from opgen.jsonl import read_inputs, write_jsonl
+from opgen.jsonl import read_inputs, require_writable, write_jsonl
 
 
 def register(sub) -> None:
@@ -44,6 +44,7 @@ def parse_window(text: str | None) -> tuple[float, float] | None:
 def run(args) -> int:
     from filters.base import Funnel
     from filters.validate import VALIDATION_STAGES, validate_records
+    from opgen.sandbox.faults import ErrorRun
 
     if args.workers < 1:
         raise UsageError("--workers must be at least 1")
@@ -51,22 +52,26 @@ def run(args) -> int:
         raise UsageError("--timeout must be positive")
     window = parse_window(args.runtime_window)
     if args.device == "cuda":
-        import torch
+        from opgen.sandbox.gpus import require_cuda
 
-        if not torch.cuda.is_available():
-            raise UsageError("--device cuda: no CUDA device is visible")
+        require_cuda()
     records = read_inputs(args.input)
+    require_writable(args.out)
+    if args.funnel:
+        require_writable(args.funnel, "--funnel")
     chunk_size = max(16, 8 * args.workers) if args.chunk_size is None else args.chunk_size
     if chunk_size < 1:
         raise UsageError("--chunk-size must be at least 1")
     identity = inputs_identity(records, command="validate", device=args.device, timeout=args.timeout,
                                memory_mb=args.memory_mb, window=window, seed=args.seed, chunk_size=chunk_size)
 
+    faults = ErrorRun()   # a run of identical machine errors is counted across chunks
+
     def validate_chunk(chunk: list[dict]) -> tuple[list[dict], dict]:
         chunk_funnel = Funnel()
         lines = validate_records(chunk, device=args.device, workers=args.workers, timeout_s=args.timeout,
                                  memory_mb=args.memory_mb or None, runtime_window_ms=window, funnel=chunk_funnel,
-                                 seed=args.seed, reuse_pool=True)
+                                 seed=args.seed, reuse_pool=True, faults=faults)
         return lines, chunk_funnel.to_dict()
 
     chunk_log = ChunkLog(args.out, identity)

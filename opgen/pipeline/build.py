@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import time
 from collections import Counter
@@ -24,16 +25,25 @@ from tqdm import tqdm
 
 from filters.base import Funnel
 from filters.dedup.near import DEDUP_STAGE, dedup_verdicts
+from opgen.errors import MachineFault, UsageError
 from opgen.pipeline import rounds
 from opgen.pipeline.config import BuildConfig, BuildResult, load_reference_index
 from opgen.pipeline.executors import LocalExecutor, RayExecutor, run_jobs
 from opgen.pipeline.report import gpu_count, kept_by_key, steady_rate, write_outputs
 from opgen.pipeline.rundir import RunDir, write_json
 from opgen.pipeline.stages import EXECUTE, SAMPLE, TIMING
+from opgen.pipeline.state import read_state, restore_state, save_state
 from opgen.records import EXECUTE_COLUMNS
+from opgen.sandbox.faults import ErrorRun
 
 __all__ = ["Build", "BuildConfig", "BuildResult", "run_build"]
 log = logging.getLogger("opgen.build")
+# --save-state: seconds at least between two saves after a marker (and at least 1 / STATE_SAVE_SHARE times the last
+# save's own time, so saving never takes more than that share of the build; the environment variable set to 0 saves
+# after every marker); a save also ends every call
+STATE_INTERVAL_ENV = "OPGEN_STATE_INTERVAL_S"
+STATE_INTERVAL_S = 60.0
+STATE_SAVE_SHARE = 0.1
 
 
 @dataclass
@@ -57,9 +67,15 @@ class Build:
     is timed. It changes speed, never the dataset."""
 
     def __init__(self, config: BuildConfig, run_dir: str | Path, executor: LocalExecutor | RayExecutor,
-                 progress: bool = True, stream: bool = True, timing_workers: int | None = None):
+                 progress: bool = True, stream: bool = True, timing_workers: int | None = None,
+                 save_state: str | Path | None = None, resume_from: str | Path | None = None):
         self.config = config
         self.rundir = RunDir(run_dir)
+        self.save_path = Path(save_state) if save_state else None
+        self.resume_from = Path(resume_from) if resume_from else None
+        self.saved_at = 0.0                     # perf_counter of the last state save
+        self.save_s = 0.0                       # how long it took
+        self.faults = ErrorRun()                # machine faults: runs of identical errors across shards
         self.executor = executor
         self.progress = progress
         self.stream = stream
@@ -84,10 +100,17 @@ class Build:
     # the loop ------------------------------------------------------------------------------------------------
     def run(self) -> BuildResult:
         started = self.started = time.perf_counter()
+        restoring = self._state_to_restore()
         self.index = load_reference_index(self.config.reference)
-        resuming = self.rundir.claim(self.config.identity(self.index.content_hash))
+        identity = self.config.identity(self.index.content_hash)
+        restored = restore_state(self.resume_from, self.rundir, identity) if restoring else None
+        resuming = self.rundir.claim(identity)
         self.rundir.open_log()
+        if restored is not None:
+            log.info("restored %d finished stages from %s", restored, self.resume_from)
         self.rundir.start_clock()
+        if self.save_path is not None:
+            self.rundir.on_mark = self._save_state_now_and_then
         lanes = self.executor.lanes(self.execute) if isinstance(self.executor, LocalExecutor) else None
         log.info("%s build n=%d seed=%d in %s (executor %s, %s%s)", "resuming" if resuming else "starting",
                  self.config.n, self.config.seed, self.rundir.root, self.executor.name,
@@ -98,10 +121,16 @@ class Build:
         try:
             self._rounds()
             self._drain(lambda: not self.pending)
+        except MachineFault as fault:
+            log.error("stopped: machine fault: %s (the candidates in flight have no verdict: a resumed build judges "
+                      "them)", fault)
+            raise
         finally:
             self.bar.close()
             for future in self.pending:
-                future.cancel()
+                if not future.cancel():
+                    self.executor.stop(future)   # its result is not wanted: a rerun does the shard again
+            self._save_state()
         survivors = [r for state in self.rounds for r in self._survivors(state)]
         chosen, surplus = rounds.select(survivors, self.wanted)
         if len(chosen) < self.config.n:
@@ -114,6 +143,38 @@ class Build:
         log.info("done: %d tasks; %s", result.tasks, json.dumps(result.stats["throughput"]))
         self.rundir.close_log()
         return result
+
+    # the state archive (state.py) ------------------------------------------------------------------------------
+    def _state_to_restore(self) -> bool:
+        """Whether --resume-from names a state to restore, checked (whole, same opgen version) before any work. A
+        missing file is refused, unless it is also the --save-state file: the same command run again and again
+        (on machines that keep nothing) starts afresh the first time."""
+        if self.resume_from is None:
+            return False
+        if not self.resume_from.is_file():
+            if self.save_path is not None and self.save_path.resolve() == self.resume_from.resolve():
+                return False
+            raise UsageError(f"--resume-from {self.resume_from}: no such build state")
+        from opgen.pipeline.state import check_version
+
+        header, _ = read_state(self.resume_from)
+        check_version(header, self.resume_from)
+        return True
+
+    def _save_state_now_and_then(self) -> None:
+        """After a marker: save the state once STATE_INTERVAL_S (or ten times the last save's time) has passed."""
+        interval = float(os.environ.get(STATE_INTERVAL_ENV, STATE_INTERVAL_S))   # 0: after every marker
+        if time.perf_counter() - self.saved_at >= (interval and max(interval, self.save_s / STATE_SAVE_SHARE)):
+            self._save_state()
+
+    def _save_state(self) -> None:
+        if self.save_path is None or not self.rundir.config_path.is_file():
+            return
+        started = time.perf_counter()
+        summary = save_state(self.rundir.root, self.save_path)
+        self.saved_at, self.save_s = time.perf_counter(), time.perf_counter() - started
+        log.info("state saved to %s: %d bytes in %d file(s), %d markers, %.2f s", self.save_path, summary["bytes"],
+                 summary["parts"], summary["markers"], self.save_s)
 
     def _rounds(self) -> None:
         for round_index in range(self.config.max_rounds):
@@ -321,6 +382,8 @@ class Build:
 
     def _on_execute(self, state: RoundState, shard: int, result: dict) -> None:
         folder = self.rundir.shard_dir(shard)
+        if result["verdicts"]:   # a run of identical machine errors over shards: stop before writing a verdict
+            self.faults.check(result["verdicts"], self._executable(state, shard))
         self.rundir.write_rows(folder, "execute", result["verdicts"])
         self.rundir.mark(folder, "execute", {"funnel": result["funnel"], "skipped": bool(result.get("skipped")),
                                              "stopped": bool(result.get("stopped"))})
@@ -443,12 +506,14 @@ class Build:
 
 
 def run_build(config: BuildConfig, run_dir: str | Path, executor: LocalExecutor | RayExecutor | None = None,
-              progress: bool = True, stream: bool = True, timing_workers: int | None = None) -> BuildResult:
-    """Build (or resume) the dataset of `config` in `run_dir` with `executor` (default: local, 2 workers)."""
+              progress: bool = True, stream: bool = True, timing_workers: int | None = None,
+              save_state: str | Path | None = None, resume_from: str | Path | None = None) -> BuildResult:
+    """Build (or resume) the dataset of `config` in `run_dir` with `executor` (default: local, 2 workers);
+    `save_state` keeps the build's state in that file as it goes, `resume_from` restores one first (state.py)."""
     own = executor is None
     executor = executor or LocalExecutor(2)
     try:
-        return Build(config, run_dir, executor, progress, stream, timing_workers).run()
+        return Build(config, run_dir, executor, progress, stream, timing_workers, save_state, resume_from).run()
     finally:
         if own:
             executor.close()

@@ -40,6 +40,7 @@ class RunDir:
     def __init__(self, root: str | os.PathLike):
         self.root = Path(root)
         self.markers_written = 0
+        self.on_mark = None   # called after each marker (the build saves its state from it: see state.py)
         self._rows: dict[Path, list[dict]] = {}   # stage files never change once written: read each once
         fault = os.environ.get(FAULT_ENV, "").strip()
         self._fault_after = int(fault) if fault.isdigit() else None
@@ -103,6 +104,8 @@ class RunDir:
         write_json(folder / f"{stage}.done", payload or {})
         self.markers_written += 1
         self._tick()
+        if self.on_mark is not None:
+            self.on_mark()
         if self._fault_after is not None and self.markers_written >= self._fault_after:
             logging.getLogger("opgen.build").warning("fault injection: exiting after %d markers", self.markers_written)
             os._exit(137)

@@ -10,6 +10,8 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from opgen.errors import UsageError
+
 MAX_WORKERS_PER_GPU = 8
 
 
@@ -22,6 +24,24 @@ def visible_gpus() -> list[str]:
     if listed is None:
         return [str(i) for i in range(count)]
     return [entry.strip() for entry in listed.split(",") if entry.strip()][:count]
+
+
+def require_cuda(option: str = "--device cuda") -> list[str]:
+    """The visible GPUs, or UsageError (one line, exit 2, before any work) saying why there are none: a CPU-only
+    torch, no driver, a driver too old, CUDA_VISIBLE_DEVICES naming none."""
+    import torch
+
+    gpus = visible_gpus()
+    if gpus:
+        return gpus
+    try:
+        torch.cuda.init()   # raises with the reason when CUDA cannot be used at all
+        why = "no CUDA device is visible"
+    except Exception as error:  # noqa: BLE001 - AssertionError (CPU build), RuntimeError (driver), ...
+        why = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
+    where = f" (CUDA_VISIBLE_DEVICES={listed!r})" if listed is not None else ""
+    raise UsageError(f"{option}: no CUDA device here{where}: {why}; run on a GPU machine or use --device cpu")
 
 
 def default_workers_per_gpu(gpu_count: int) -> int:

@@ -27,6 +27,7 @@ from pathlib import Path
 import psutil
 from tqdm import tqdm
 
+from opgen.errors import MachineFault
 from opgen.sandbox.worker import SYS_PATH_ENV
 
 POLL_S = 0.05
@@ -81,10 +82,14 @@ class _Worker:
     def __init__(self, env: dict[str, str], slot: int = 0):
         self.slot = slot  # which of the pool's worker environments it runs with
         self.log = tempfile.TemporaryFile(mode="a+b")  # append mode: the log can be truncated between tasks
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "opgen.sandbox.worker"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env, start_new_session=True,
-        )
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "opgen.sandbox.worker"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env, start_new_session=True,
+            )
+        except OSError as error:  # no process can be started here (process limit, memory): the machine's fault
+            self.log.close()
+            raise MachineFault(f"a sandbox worker cannot start: {error}") from None
         os.set_blocking(self.proc.stdout.fileno(), False)
         self.buffer = b""
         self.ready = False
@@ -339,8 +344,9 @@ class SandboxPool:
         worker.kill()
         self._pool.remove(worker)
         if index is None:
-            if not worker.ready:  # a worker that cannot even start would loop forever: fail loudly
-                raise RuntimeError(f"sandbox worker failed to start ({detail}): {tail}")
+            if not worker.ready:  # a worker that cannot even start would loop forever: the machine's fault
+                last = (tail.strip().splitlines() or [""])[-1][:300]
+                raise MachineFault(f"a sandbox worker cannot start ({detail}){': ' + last if last else ''}")
             return None
         results[index] = SandboxResult(status, None, detail + (f"\n{tail}" if tail else ""),
                                        time.monotonic() - worker.sent_at, pid=worker.proc.pid,

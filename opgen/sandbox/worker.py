@@ -72,8 +72,20 @@ def release_torch() -> None:
         gc.freeze()
         if torch.cuda.is_initialized():
             torch.cuda.empty_cache()
-    except Exception:  # noqa: BLE001 - a broken CUDA context shows up in the next task, not here
+    except Exception:  # noqa: BLE001 - a broken CUDA context is found below
         pass
+    _exit_if_cuda_context_broken(torch)
+
+
+def _exit_if_cuda_context_broken(torch) -> None:
+    """A sticky CUDA error (a task's device-side assert, an illegal memory access) breaks every later CUDA call of
+    this process: exit, once the task that caused it has its answer, so that the pool starts a fresh worker and the
+    next task is not failed by its predecessor's error."""
+    try:
+        if torch.cuda.is_initialized():
+            torch.cuda.synchronize()
+    except Exception:  # noqa: BLE001 - any error here means the context is unusable
+        os._exit(70)
 
 
 def cpu_seconds() -> float:

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from filters.window import DEFAULT_WINDOW_MS, Window
+from opgen.errors import MachineFault
+from opgen.sandbox.faults import ErrorRun
 from opgen.sandbox.gpus import default_workers_per_gpu, gpu_lock_path, visible_gpus
 from opgen.sandbox.pool import KeptPools, SandboxPool, out_of_memory
 from opgen.timing.measure import empty_result
@@ -97,7 +99,7 @@ def time_records(records: list[dict], options: TimingOptions | None = None, *, t
     else:
         gpus = visible_gpus()
         if not gpus:
-            raise RuntimeError("no CUDA device is visible")
+            raise MachineFault("no CUDA device is visible")
         shards = {gpu: list(range(i, len(records), len(gpus))) for i, gpu in enumerate(gpus)}
         workers = workers_per_gpu or default_workers_per_gpu(len(gpus))
     gpu_envs = {gpu: {**env, "CUDA_VISIBLE_DEVICES": gpu} if device == "cuda" else env for gpu in shards}
@@ -106,11 +108,14 @@ def time_records(records: list[dict], options: TimingOptions | None = None, *, t
         _SHARED_POOLS.close_except({_pool_key(workers, timeout_s, memory_mb, e) for e in gpu_envs.values()})
     results: list[dict | None] = [None] * len(records)
     shard_errors: dict[str, str] = {}
+    faults: list[MachineFault] = []
 
     def run_shard(gpu: str, indices: list[int]) -> None:
         try:
             _time_shard(gpu, indices)
-        except Exception as error:  # a pool that cannot start: its tasks get the reason, others go on
+        except MachineFault as fault:  # a worker that cannot start: no timing is written for any task
+            faults.append(fault)
+        except Exception as error:  # noqa: BLE001 - its tasks get the reason, the other GPUs' go on
             shard_errors[gpu] = f"{type(error).__name__}: {error}"
 
     def _time_shard(gpu: str, indices: list[int]) -> None:
@@ -139,10 +144,15 @@ def time_records(records: list[dict], options: TimingOptions | None = None, *, t
         thread.start()
     for thread in threads:
         thread.join()
+    if faults:
+        raise faults[0]
     if stop is not None and stop.is_set():
         return None
     failure = "; ".join(shard_errors.values()) or "timing shard did not finish"
-    return [{**record, **(result or _failed("error", failure))} for record, result in zip(records, results)]
+    timed = [{**record, **(result or _failed("error", failure))} for record, result in zip(records, results)]
+    # a timing error that names the machine, or a run of identical ones, is no task's: stop, time them again later
+    ErrorRun().check(timed, records, detail_key="timing_error")
+    return timed
 
 
 def _timing_columns(outcome) -> dict:

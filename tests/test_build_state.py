@@ -1,0 +1,145 @@
+"""The build's state archive (`--save-state`, `--resume-from`): self-checking, split past 16 MiB, refused in one line
+when corrupt, incomplete, of another version or config; and a build moved between two run folders mid-way ends
+with the dataset of an uninterrupted build, redoing nothing finished."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+import opgen
+from opgen.errors import UsageError
+from opgen.pipeline import state
+from opgen.pipeline.build import STATE_INTERVAL_ENV
+from opgen.pipeline.rundir import FAULT_ENV, RunDir
+from tests.conftest import run_cli
+from tests.test_build import build_args, dataset_rows, reference_build
+
+CONFIG = {"n": 3, "seed": 0}
+
+
+def _fake_run(root: Path, shards: int = 3, payload: int = 3000) -> RunDir:
+    """A run folder with finished and unfinished stages; rows of random text, so the archive does not shrink."""
+    rundir = RunDir(root)
+    rundir.claim(CONFIG)
+    (root / "rounds" / "000").mkdir(parents=True)
+    (root / "rounds" / "000" / "plan.json").write_text(json.dumps({"round": 0, "shards": []}))
+    for shard in range(shards):
+        folder = rundir.shard_dir(shard)
+        rundir.write_rows(folder, "candidates", [{"sample_index": shard, "code": os.urandom(payload).hex()}])
+        rundir.write_rows(folder, "static", [{"sample_index": shard, "keep": True}])
+        rundir.mark(folder, "static", {"candidates": 1})
+    rundir.write_rows(rundir.shard_dir(0), "execute", [{"sample_index": 0, "keep": True}])   # in flight: no marker
+    return rundir
+
+
+def test_state_holds_marked_work_only_and_restores_it(tmp_path):
+    _fake_run(tmp_path / "a")
+    summary = state.save_state(tmp_path / "a", tmp_path / "s.state")
+    assert summary["parts"] == 1 and summary["markers"] == 3 and summary["bytes"] == (tmp_path / "s.state").stat().st_size
+    header, _ = state.read_state(tmp_path / "s.state")
+    assert header["opgen_version"] == opgen.__version__ and header["config"] == CONFIG
+    target = RunDir(tmp_path / "b")
+    assert state.restore_state(tmp_path / "s.state", target, CONFIG) == 3
+    for shard in range(3):
+        for name in ("candidates.jsonl", "static.jsonl", "static.done"):
+            a, b = (root / "shards" / f"{shard:05d}" / name for root in (tmp_path / "a", tmp_path / "b"))
+            assert a.read_bytes() == b.read_bytes() and int(a.stat().st_mtime) == int(b.stat().st_mtime)
+    assert not (tmp_path / "b" / "shards" / "00000" / "execute.jsonl").exists()   # unmarked: not the state's
+    assert (tmp_path / "b" / "rounds" / "000" / "plan.json").is_file()
+    # into the same build's folder again: nothing to restore, nothing rewritten
+    before = {p: p.stat().st_mtime_ns for p in (tmp_path / "b").rglob("*.done")}
+    assert state.restore_state(tmp_path / "s.state", target, CONFIG) == 0
+    assert before == {p: p.stat().st_mtime_ns for p in (tmp_path / "b").rglob("*.done")}
+
+
+def test_a_large_state_is_split_into_parts_of_at_most_the_limit(tmp_path, monkeypatch):
+    monkeypatch.setattr(state, "PART_BYTES", 4096)
+    _fake_run(tmp_path / "a", shards=4, payload=4000)
+    file = tmp_path / "s.state"
+    summary = state.save_state(tmp_path / "a", file)
+    parts = sorted(tmp_path.glob("s.state.*.*"))
+    assert summary["parts"] == len(parts) + 1 >= 3
+    assert all(p.stat().st_size <= 4096 for p in parts) and file.stat().st_size <= 4096 + state.HEADER_MAX_BYTES
+    assert state.restore_state(file, RunDir(tmp_path / "b"), CONFIG) == 4
+    # a second save replaces the parts of the first
+    rundir = RunDir(tmp_path / "a")
+    rundir.write_rows(rundir.shard_dir(0), "execute", [{"sample_index": 0, "keep": True, "x": os.urandom(2000).hex()}])
+    rundir.mark(rundir.shard_dir(0), "execute", {})
+    state.save_state(tmp_path / "a", file)
+    sha = state.read_state(file)[0]["payload_sha256"][:12]
+    assert all(f".{sha}." in p.name for p in tmp_path.glob("s.state.*.*"))
+    # a missing part is refused in one line
+    next(tmp_path.glob("s.state.*.1")).unlink()
+    with pytest.raises(UsageError, match="incomplete"):
+        state.read_state(file)
+
+
+def test_corrupt_or_foreign_states_are_refused(tmp_path):
+    _fake_run(tmp_path / "a")
+    file = tmp_path / "s.state"
+    state.save_state(tmp_path / "a", file)
+    raw = bytearray(file.read_bytes())
+    raw[-10] ^= 0xFF
+    (tmp_path / "bad").write_bytes(bytes(raw))
+    with pytest.raises(UsageError, match="corrupt"):
+        state.read_state(tmp_path / "bad")
+    (tmp_path / "junk").write_text("hello\n")
+    with pytest.raises(UsageError, match="not an opgen build state"):
+        state.read_state(tmp_path / "junk")
+    with pytest.raises(UsageError, match=r"another config \(differs in: n\)"):
+        state.restore_state(file, RunDir(tmp_path / "b"), {**CONFIG, "n": 4})
+    assert not (tmp_path / "b").exists()
+    header, payload = state.read_state(file)
+    header["opgen_version"] = "0.0.1"
+    (tmp_path / "old").write_bytes((json.dumps(header) + "\n").encode() + payload)
+    with pytest.raises(UsageError, match="saved by opgen 0.0.1"):
+        state.restore_state(tmp_path / "old", RunDir(tmp_path / "c"), CONFIG)
+
+
+def _finished(run: Path) -> dict[str, tuple[bytes, int]]:
+    """Every marker and marked data file of a run folder: its bytes and mtime."""
+    names = [n for n in state.state_members(run) if n not in ("config.json", "logs/clock.json")]
+    return {n: ((run / n).read_bytes(), (run / n).stat().st_mtime_ns) for n in names}
+
+
+@pytest.mark.heavy
+def test_a_build_moved_between_run_folders_ends_as_an_uninterrupted_one(tmp_path_factory, tmp_path):
+    reference = reference_build(tmp_path_factory)
+    saved, first, second = tmp_path / "move" / "build.state", tmp_path / "first", tmp_path / "second"
+    # 1. the first machine is killed after 5 markers; its state is saved after each one
+    result = run_cli(*build_args(first), "--save-state", str(saved), env={FAULT_ENV: "5", STATE_INTERVAL_ENV: "0"})
+    assert result.returncode == 137, result.stderr[-2000:]
+    header, _ = state.read_state(saved)
+    assert header["markers"] == 5 and saved.stat().st_size < 16 * 2**20
+    # 2. a changed option and a damaged state are refused in one line, before anything is written
+    args = build_args(second)
+    args[args.index("--n") + 1] = "5"
+    refused = run_cli(*args, "--resume-from", str(saved))
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
+    assert "another config (differs in: " in refused.stderr and not second.exists()
+    damaged = tmp_path / "damaged.state"
+    damaged.write_bytes(saved.read_bytes()[:-100])
+    refused = run_cli(*build_args(second), "--resume-from", str(damaged))
+    assert refused.returncode == 2 and "corrupt" in refused.stderr and not second.exists()
+    # 3. a second machine with an empty folder continues from the state, and finishes
+    result = run_cli(*build_args(second), "--resume-from", str(saved), "--save-state", str(saved),
+                     env={FAULT_ENV: "2", STATE_INTERVAL_ENV: "0"})
+    assert result.returncode == 137, result.stderr[-2000:]   # killed again, two markers further on
+    restored = _finished(second)
+    assert len([n for n in restored if n.endswith(".done")]) == 7
+    for name, (data, _) in _finished(first).items():   # what the first folder finished came over unchanged
+        assert restored[name][0] == data, name
+    result = run_cli(*build_args(tmp_path / "third"), "--resume-from", str(saved), "--save-state", str(saved))
+    assert result.returncode == 0, result.stderr[-3000:]
+    third = tmp_path / "third"
+    assert dataset_rows(third) == dataset_rows(reference)
+    after = _finished(third)
+    for name, (data, mtime) in restored.items():   # no finished stage redone: markers and data as restored
+        assert after[name][0] == data and after[name][1] // 10**9 == mtime // 10**9, name
+    log = (third / "logs" / "build.log").read_text()
+    assert "restored 7 finished stages" in log
+    assert json.loads((third / "stats.json").read_text())["tasks"] == 4
