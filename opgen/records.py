@@ -38,6 +38,8 @@ COLUMN_REGISTRY: tuple[Column, ...] = (
     Column("num_ops", _I, "sample", "len(ops)"),
     Column("seed", _I, "sample", "the sampler seed"),
     Column("graph", _S, "sample", "the sampled operator graph with its parameters (JSON, networkx node-link)"),
+    Column("focus", pa.list_(_S), "sample", "the operators the build was focused on (`--focus`): the task holds at "
+                                            "least one of them; null for a build without a focus"),
     Column("input_shapes", pa.list_(pa.list_(_I)), "sample", "shapes of get_inputs() tensors"),
     Column("output_shape", pa.list_(_I), "sample", "shape of the forward output"),
     Column("flops", _I, "sample", "floating-point operations per forward call (counted with torch.utils.flop_counter)"),
@@ -110,6 +112,7 @@ class Candidate(TypedDict, total=False):
     data_source: str
     num_ops: int
     seed: int
+    focus: list[str]    # only in a focused build's candidates
     sample_index: int   # the key stages join on: unique within a build, unlike `id`
     profile: str
     graph: str

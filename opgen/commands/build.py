@@ -6,7 +6,7 @@ import signal
 import sys
 
 from filters.dedup.chains import DEFAULT_MAX_PER_CHAIN
-from opgen.commands.composition_options import add_composition_options
+from opgen.commands.composition_options import add_composition_options, add_focus_option
 from opgen.commands.timing_options import add_timing_options, timing_options
 from opgen.errors import UsageError
 from opgen.jsonl import require_writable
@@ -46,6 +46,7 @@ def register(sub) -> None:
     parser.add_argument("--timing-workers", type=int, default=None,
                         help="timing sandbox workers per GPU (default: half the cores per GPU, 1 to 8)")
     add_composition_options(parser)
+    add_focus_option(parser)
     add_timing_options(parser, compile_option=False)
     parser.add_argument("--save-state", default=None, metavar="FILE",
                         help="keep the build's state in FILE (and FILE.*.N parts past 16 MiB), saved as it goes and "
@@ -71,7 +72,8 @@ def run(args) -> int:
                          memory_mb=args.memory_mb or None, trials=timing.trials, warmups=timing.warmups,
                          trial_mode=timing.trial_mode, min_trials=timing.min_trials, precision=timing.precision,
                          planning=args.planning, max_per_chain=args.max_per_chain, composition=args.composition,
-                         prior_weight=args.prior_weight, composition_prior=args.composition_prior)
+                         prior_weight=args.prior_weight, composition_prior=args.composition_prior,
+                         focus=tuple(args.focus))
     if args.save_state:
         require_writable(args.save_state, "--save-state")
     if args.device == "cuda" and args.executor == "local":   # before any work, the executor's processes too
@@ -96,6 +98,14 @@ def run(args) -> int:
     if result.stats["skipped_candidates"]:
         print(f"{result.stats['skipped_candidates']} of the kept were never judged: in {result.stats['skipped_shards']} "
               f"shard(s) skipped once their source's quota was met")
+    focus = result.stats.get("focus")
+    if focus:
+        print(f"focus ({' '.join(focus['requested'])}): tasks holding each focused operator: "
+              + ", ".join(f"{name} {count}" for name, count in focus["tasks"].items()))
+        for name, count in focus["tasks"].items():
+            if not count:
+                print(f"warning: focused operator {name} is in none of the tasks ({focus['candidates'][name]} "
+                      f"candidates, {focus['survivors'][name]} survivors)", file=sys.stderr)
     rates = result.stats["throughput"]
     steady = (f" ({rates['steady_tasks_per_min']} after this call's first task at {rates['first_task_s']} s)"
               if rates["steady_tasks_per_min"] is not None else "")

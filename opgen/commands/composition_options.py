@@ -1,4 +1,5 @@
-"""The composition options `opgen sample` and `opgen build` share: how the sampler draws each next operator."""
+"""The composition options `opgen sample` and `opgen build` share: how the sampler draws each next operator, and
+which operators every candidate is built around (`--focus`)."""
 
 from __future__ import annotations
 
@@ -19,3 +20,10 @@ def add_composition_options(parser) -> None:
 def composition_of(args) -> Composition:
     """The Composition the parsed options ask for; a bad value is one UsageError line."""
     return Composition(args.composition, args.prior_weight, args.composition_prior)
+
+
+def add_focus_option(parser) -> None:
+    parser.add_argument("--focus", nargs="+", default=[], metavar="NAME",
+                        help="build every candidate around one of these operators (torch.nansum) or families (relu); "
+                             "`plugins`: every operator the --vocab-plugin files add. The rest of each chain is drawn "
+                             "as usual, and the focused operator takes any position in it")

@@ -10,10 +10,12 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from opgen.commands.composition_options import add_composition_options, composition_of
+from opgen.commands.composition_options import add_composition_options, add_focus_option, composition_of
 from opgen.commands.vocab import add_vocab_plugin_option, load_or_fail
 from opgen.errors import UsageError
 from opgen.jsonl import require_writable
+from opgen.sample.focus import check_focus, focused_mix, resolve_focus
+from opgen.sample.sampler import DEFAULT_MIX
 from opgen.vocab.profiles import PROFILE_NAMES
 
 CHUNK = 64
@@ -29,6 +31,7 @@ def register(sub) -> None:
     parser.add_argument("--workers", type=int, default=1, help="processes (output is identical for any value)")
     add_vocab_plugin_option(parser)
     add_composition_options(parser)
+    add_focus_option(parser)
     parser.set_defaults(func=run)
 
 
@@ -36,10 +39,10 @@ def _sample_chunk(job: tuple) -> list[str]:
     from opgen.sample.sampler import sample_records
     from opgen.vocab import cached_vocabulary
 
-    seed, start, count, profile, plugins, composition = job
+    seed, start, count, profile, plugins, composition, mix, focus = job
     vocab = cached_vocabulary(plugins)
-    return [json.dumps(record) for record in sample_records(seed, start, count, profile, vocab,
-                                                            composition=composition)]
+    return [json.dumps(record) for record in sample_records(seed, start, count, profile, vocab, mix=mix,
+                                                            composition=composition, focus=focus)]
 
 
 def run(args) -> int:
@@ -47,10 +50,15 @@ def run(args) -> int:
         raise UsageError("--n must be at least 1")
     if args.workers < 1:
         raise UsageError("--workers must be at least 1")
-    load_or_fail(args.vocab_plugin)  # fail fast, in this process, on a bad plugin
+    vocab = load_or_fail(args.vocab_plugin)  # fail fast, in this process, on a bad plugin
     composition = composition_of(args)
     plugins = tuple(str(Path(p).resolve()) for p in args.vocab_plugin)
-    jobs = [(args.seed, start, min(CHUNK, args.start + args.n - start), args.profile, plugins, composition)
+    mix = focus = None
+    if args.focus:   # every candidate holds a focused operator; sources they cannot make are left out of the mix
+        focus = resolve_focus(args.focus, vocab, args.vocab_plugin)
+        mix = focused_mix(DEFAULT_MIX, vocab, focus)
+        check_focus(focus, vocab, args.profile, composition, mix)
+    jobs = [(args.seed, start, min(CHUNK, args.start + args.n - start), args.profile, plugins, composition, mix, focus)
             for start in range(args.start, args.start + args.n, CHUNK)]
     out = Path(args.out)
     require_writable(out)   # before any work
@@ -69,5 +77,6 @@ def run(args) -> int:
                     bar.update(len(lines))
     bar.close()
     os.replace(tmp, out)
-    print(f"wrote {args.n} candidates to {out}", file=sys.stderr)
+    print(f"wrote {args.n} candidates to {out}" + (f", each holding one of {', '.join(focus)}" if focus else ""),
+          file=sys.stderr)
     return 0

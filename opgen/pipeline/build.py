@@ -29,6 +29,7 @@ from opgen.errors import MachineFault, UsageError
 from opgen.pipeline import rounds
 from opgen.pipeline.config import BuildConfig, BuildResult, load_reference_index
 from opgen.pipeline.executors import LocalExecutor, RayExecutor, run_jobs
+from opgen.pipeline.focus import prepare_focus, stop_if_focus_fails
 from opgen.pipeline.report import gpu_count, kept_by_key, steady_rate, write_outputs
 from opgen.pipeline.rundir import RunDir, write_json
 from opgen.pipeline.stages import EXECUTE, SAMPLE, TIMING
@@ -69,6 +70,9 @@ class Build:
     def __init__(self, config: BuildConfig, run_dir: str | Path, executor: LocalExecutor | RayExecutor,
                  progress: bool = True, stream: bool = True, timing_workers: int | None = None,
                  save_state: str | Path | None = None, resume_from: str | Path | None = None):
+        self.focus: tuple[str, ...] = ()    # the operators every candidate holds one of (`--focus`)
+        if config.focus:
+            config, self.focus = prepare_focus(config)
         self.config = config
         self.rundir = RunDir(run_dir)
         self.save_path = Path(save_state) if save_state else None
@@ -193,6 +197,8 @@ class Build:
                     kept = dict(self._final_kept())
                     if self._met(kept):
                         return
+                if self.focus:
+                    stop_if_focus_fails(self)
             plan = self._plan(round_index, kept)
             state = RoundState(round_index, [s["shard"] for s in plan["shards"]],
                                {s["shard"]: s["source"] for s in plan["shards"]})
@@ -300,7 +306,8 @@ class Build:
         composition = [rule.mode, rule.weight, str(Path(rule.prior_path).resolve()) if rule.prior_path else None]
         jobs = [(s["shard"], {"seed": config.seed, "start": s["start"], "count": s["count"],
                               "profile": config.profile, "source": s["source"], "plugins": plugins,
-                              "mix": config.mix, "composition": composition})
+                              "mix": config.mix, "composition": composition,
+                              "focus": list(self.focus) or None})
                 for s in plan["shards"] if self.rundir.done(self.rundir.shard_dir(s["shard"]), "static") is None]
 
         def on_result(shard: int, result: dict) -> None:

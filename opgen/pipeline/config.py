@@ -62,6 +62,7 @@ class BuildConfig:
     composition: str = "mix"     # how each next operator is drawn: mix | prior | uniform (opgen/sample/composition.py)
     prior_weight: float = DEFAULT_PRIOR_WEIGHT
     composition_prior: str | None = None   # a mined prior file (opgen prior); None: the shipped one
+    focus: tuple[str, ...] = ()  # operators, families or `plugins` every candidate is built around (`--focus`)
 
     def __post_init__(self) -> None:
         self.composition_rule()  # a bad --composition, --prior-weight or --composition-prior is a usage error
@@ -80,6 +81,7 @@ class BuildConfig:
         for path in self.vocab_plugins:
             if not Path(path).is_file():
                 raise UsageError(f"vocabulary plugin not found: {path}")
+        object.__setattr__(self, "focus", tuple(self.focus))
 
     def composition_rule(self) -> Composition:
         return Composition(self.composition, self.prior_weight, self.composition_prior)
@@ -108,6 +110,10 @@ class BuildConfig:
         if self.composition_prior:
             data["composition_prior"] = str(prior.resolve())
         data["composition_prior_sha256"] = hashlib.sha256(prior.read_bytes()).hexdigest()
+        if self.focus:
+            data["focus"] = list(self.focus)
+        else:   # an unfocused build's config reads as it did before there was a focus
+            del data["focus"]
         return data
 
 

@@ -222,6 +222,10 @@ def write_outputs(build, chosen: list[dict], surplus: list[dict], survivors: lis
         "stopped_shards": shards_marked(build, "stopped"),
         "throughput": throughput(build, len(chosen), sum(drawn.values()), invocation_s, funnel),
     }
+    if build.focus:
+        from opgen.pipeline.focus import focus_stats
+
+        stats["focus"] = focus_stats(build, chosen, survivors)
     if build.timed:
         from opgen.timing.driver import timing_summary
 

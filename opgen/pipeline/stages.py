@@ -44,7 +44,7 @@ def _sample_and_screen(payload: dict) -> dict:
     composition = Composition(*payload["composition"]) if payload.get("composition") else Composition()
     candidates = sample_records(payload["seed"], payload["start"], payload["count"], payload["profile"],
                                 vocab=vocab, mix=payload.get("mix"), source=payload.get("source"),
-                                composition=composition)
+                                composition=composition, focus=payload.get("focus"))
     funnel = Funnel()
     verdicts = static_verdicts(candidates, funnel)
     return {"candidates": candidates, "verdicts": verdicts, "funnel": funnel.to_dict()}

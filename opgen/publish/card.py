@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
+from pathlib import Path
 
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from opgen.publish.family_mix import family_counts, pair_counts, prior_pair_share, share, task_families
 from opgen.records import COLUMN_DOCS
+from opgen.sample.focus import focus_counts
 from opgen.vocab.prior import CompositionPrior, load_prior
 
 
@@ -157,6 +159,45 @@ def families_section(rows: list[dict], prior: CompositionPrior | None = None, to
     return lines
 
 
+def build_command(config: dict) -> str:
+    """The `opgen build` command line of a build's config (its plugin files by name, its focus)."""
+    plugins = "".join(f" --vocab-plugin {Path(p).name}" for p in config.get("vocab_plugins") or [])
+    focus = f" --focus {' '.join(config['focus'])}" if config.get("focus") else ""
+    return (f"opgen build --n {config['n']} --seed {config['seed']} --profile {config['profile']} "
+            f"--device {config['device']}{plugins}{focus}")
+
+
+def focus_section(rows: list[dict], configs: list[dict]) -> list[str]:
+    """What the builds focused on (`--focus`) and how many tasks hold each focused operator; empty when no row
+    comes from a focused build."""
+    focused = [r for r in rows if r.get("focus")]
+    if not focused:
+        return []
+    operators = list(dict.fromkeys(name for r in focused for name in r["focus"]))
+    counts = focus_counts(focused, operators)
+    asked = sorted({" ".join(c["focus"]) for c in configs if c.get("focus")})
+    lines = [f"{len(focused)} of the {len(rows)} tasks come from a build focused on chosen operators "
+             f"({', '.join(f'`--focus {a}`' for a in asked)}): every one of them holds at least one of "
+             f"{', '.join(f'`{name}`' for name in operators)}, at any position of its chain, the rest of the chain "
+             "drawn as usual. The `focus` column says which operators a task's build focused on.", "",
+             "| focused operator | tasks holding it | share of the focused tasks | share of all tasks |",
+             "|---|---:|---:|---:|"]
+    lines += [f"| `{name}` | {n} | {share(n, len(focused))} | {share(n, len(rows))} |" for name, n in counts.items()]
+    return lines
+
+
+def sources_section(sources: list[dict]) -> list[str]:
+    """The builds a merged dataset was published from, and what the merge dropped of each."""
+    lines = ["The rows of these builds were merged in this order; each build's rows were deduplicated (exact, "
+             "near and family-chain duplicates) and decontaminated against the rows kept before them, so every "
+             "`id` is unique.", "",
+             "| build | command | rows | kept | duplicates dropped | contaminated dropped |",
+             "|---|---|---:|---:|---:|---:|"]
+    lines += [f"| `{s['run']}` | `{build_command(s['config'])}` | {s['rows']} | {s['kept']} | {s['duplicate']} | "
+              f"{s['contaminated']} |" for s in sources]
+    return lines
+
+
 def _composition_prior(config: dict) -> CompositionPrior | None:
     """The build's composition prior (a custom file that is gone since is left out of the card)."""
     try:
@@ -167,8 +208,9 @@ def _composition_prior(config: dict) -> CompositionPrior | None:
 
 def render_card(rows: list[dict], stats: dict, config: dict, repo_id: str, plots: dict[str, str],
                 plot_note: str | None, dataset_info: dict | None = None, extra_configs: list[dict] | None = None,
-                baselines: str = "") -> DatasetCard:
-    """The dataset card: Hub YAML header, then how the data was made, the funnel, summaries, plots, columns."""
+                baselines: str = "", sources: list[dict] | None = None) -> DatasetCard:
+    """The dataset card: Hub YAML header, then how the data was made, the funnel, summaries, plots, columns.
+    `sources` (rows merged from several builds) lists the builds; `config` is then the first one's."""
     name = repo_id.rstrip("/").split("/")[-1]
     data = card_data(len(rows), name, dataset_info, extra_configs)
     reference = config.get("reference") or "ScalingIntelligence/KernelBench"
@@ -179,13 +221,14 @@ def render_card(rows: list[dict], stats: dict, config: dict, repo_id: str, plots
                       "previous one)",
              "mix": f"each next operator {100 * config.get('prior_weight', 0):.0f}% from the composition prior "
                     "(which family real models run after the previous one) and the rest by category uniformly"}
+    focus = focus_section(rows, [source["config"] for source in sources] if sources else [config])
     body = [
         f"# {name}", "",
         f"{len(rows)} synthetic GPU-kernel training tasks in KernelBench format (a PyTorch `Model`, `get_inputs`, "
         "`get_init_inputs`), in the style of CUDA-Agent-Ops-6K, built by "
-        "opgen with one command:", "",
-        "```", f"opgen build --n {config['n']} --seed {config['seed']} --profile {config['profile']} "
-        f"--device {config['device']}", "```", "",
+        + (f"opgen from {len(sources)} builds merged into one dataset (see Sources):" if sources else
+           "opgen with one command:"), "",
+        "```", *(build_command(s["config"]) for s in sources or [{"config": config}]), "```", "",
         "## How it was made", "",
         f"1. **Sampling.** Operator chains of 1-5 torch operators (or one standalone transformers module) are drawn "
         f"from the operator vocabulary with seed {config['seed']} (profile `{config['profile']}`; composition "
@@ -211,6 +254,8 @@ def render_card(rows: list[dict], stats: dict, config: dict, repo_id: str, plots
         f"{config['runtime_window_ms'][1]:g} ms.",
         "6. **Selection.** Candidates are drawn in rounds until every data source has its quota of survivors under "
         "the target mix (largest remainder); the dataset is the first survivors by sample index per source.", "",
+        *(["## Sources", "", *sources_section(sources), ""] if sources else []),
+        *(["## Focus", "", *focus, ""] if focus else []),
         "## Funnel", "", *_funnel_section(stats), "",
         "## Summary", "", *_summary_section(rows, stats), "",
         "## Timing provenance", "", *_provenance_section(rows), "",

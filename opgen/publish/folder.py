@@ -9,6 +9,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from opgen.errors import UsageError
@@ -35,6 +36,11 @@ class PublishResult:
     target: str | None
 
 
+def load_run(run_dir: Path) -> tuple[list[dict], dict, dict]:
+    """A finished build's dataset rows, stats.json and config.json (a UsageError when it holds none)."""
+    return _load_run(Path(run_dir))
+
+
 def _load_run(run_dir: Path) -> tuple[list[dict], dict, dict]:
     tasks = run_dir / "tasks.parquet"
     if not tasks.is_file():
@@ -55,12 +61,19 @@ def write_dataset_folder(run_dir: str | os.PathLike, repo_id: str, out: str | os
     The folder (default RUN_DIR/dataset) is built beside its final place and swapped in whole.
     """
     run_dir = Path(run_dir)
-    rows, stats, config = _load_run(run_dir)
-    folder = Path(out) if out else run_dir / "dataset"
+    _, stats, config = _load_run(run_dir)
+    table = pq.read_table(run_dir / "tasks.parquet", schema=DATASET_SCHEMA)
+    return write_table_folder(table, stats, config, repo_id, Path(out) if out else run_dir / "dataset", rows_per_shard)
+
+
+def write_table_folder(table: pa.Table, stats: dict, config: dict, repo_id: str, folder: Path,
+                       rows_per_shard: int = ROWS_PER_SHARD, sources: list[dict] | None = None) -> tuple[Path, int]:
+    """The dataset folder of `table` (DATASET_SCHEMA) with the card of `stats` and `config`; `sources`, for rows
+    merged from several builds, lists them (see opgen/pipeline/merge.py)."""
+    rows = table.to_pylist()
     staging = folder.with_name(folder.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     (staging / "data").mkdir(parents=True)
-    table = pq.read_table(run_dir / "tasks.parquet", schema=DATASET_SCHEMA)
     shards = max(1, math.ceil(table.num_rows / rows_per_shard))
     for k in range(shards):
         part = table.slice(k * rows_per_shard, rows_per_shard)
@@ -72,7 +85,7 @@ def write_dataset_folder(run_dir: str | os.PathLike, repo_id: str, out: str | os
     info = dataset_info_yaml(table, download_size)
     section = baselines_section(staging, sorted({r["hardware"] for r in rows if r.get("eager_ms") is not None}))
     render_card(rows, stats, config, repo_id, plots, note, info, baseline_configs(staging),
-                section).save(staging / "README.md")
+                section, sources).save(staging / "README.md")
     if folder.exists():
         shutil.rmtree(folder)
     staging.rename(folder)
@@ -92,11 +105,30 @@ def publish(run_dir: str | os.PathLike, repo_id: str, *, private: bool = False, 
 
     The token comes from `token` or HF_TOKEN; it is never printed or written.
     """
+    folder, rows = write_dataset_folder(run_dir, _card_id(repo_id), out)
+    return deliver(folder, rows, repo_id, private=private, dry_run=dry_run, token=token)
+
+
+def _card_id(repo_id: str) -> str:
+    """The name the card gives the dataset; a `--repo-id` that is neither ORG/NAME nor a local folder is refused."""
     local = is_local_target(repo_id)
     if not local and not REPO_ID.match(repo_id):
         raise UsageError(f"--repo-id must look like ORG/NAME or be a local folder path, got {repo_id!r}")
-    card_id = Path(repo_id).name if local else repo_id
-    folder, rows = write_dataset_folder(run_dir, card_id, out)
+    return Path(repo_id).name if local else repo_id
+
+
+def publish_table(table: pa.Table, stats: dict, config: dict, folder: Path, repo_id: str, *,
+                  sources: list[dict] | None = None, private: bool = False, dry_run: bool = False,
+                  token: str | None = None) -> PublishResult:
+    """`publish` for rows that are not one build's `tasks.parquet` (rows merged from several builds)."""
+    folder, rows = write_table_folder(table, stats, config, _card_id(repo_id), folder, sources=sources)
+    return deliver(folder, rows, repo_id, private=private, dry_run=dry_run, token=token)
+
+
+def deliver(folder: Path, rows: int, repo_id: str, *, private: bool = False, dry_run: bool = False,
+            token: str | None = None) -> PublishResult:
+    """Copy a written dataset folder to a local `repo_id` or upload it to the Hub (nothing on a dry run)."""
+    local = is_local_target(repo_id)
     if dry_run:
         return PublishResult(folder, rows, None)
     if local:

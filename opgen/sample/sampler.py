@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterator, Sequence
 
 import networkx as nx
 
@@ -23,7 +24,8 @@ from opgen.vocab.families import families_of
 from opgen.vocab.profiles import profile_sizes
 from opgen.vocab.spec import OpSpec, Shape, Sizes
 
-__all__ = ["Composition", "place_op", "rescale_batch", "sample_graph", "sample_one", "sample_records", "record_from_graph"]
+__all__ = ["Composition", "FocusSlot", "place_op", "rescale_batch", "sample_graph", "sample_one", "sample_records",
+           "record_from_graph"]
 DEFAULT_COMPOSITION = Composition()
 
 # The CUDA-Agent-Ops-6K mix of data sources.
@@ -62,17 +64,55 @@ def _try_op(spec: OpSpec, rng: random.Random, shape: Shape, sizes: Sizes) -> tup
     return None if placed is None else (params, *placed)
 
 
+class FocusSlot:
+    """The focused operator (`--focus`) a chain of `length` must hold: the positions it may take there, and why it
+    did not fit when it did not (`misses`: `input` no chain gave it an input it accepts, `draw` its draw refused the
+    input, `size` a tensor over the profile's limit, `error` its draw or out_shape raised), for the up-front check."""
+
+    def __init__(self, spec: OpSpec, length: int, position: int | None = None):
+        self.spec = spec
+        if spec.input_dtype != "float" or spec.first_only:
+            positions = [] if spec.last_only and length > 1 else [0]
+        elif spec.last_only:
+            positions = [length - 1]
+        else:
+            positions = list(range(length))
+        self.positions = tuple(p for p in positions if position is None or p == position)
+        self.misses: Counter = Counter()
+        self.error: str | None = None
+
+    def place(self, rng: random.Random, shape: Shape, sizes: Sizes) -> tuple[dict, Shape, list] | None:
+        try:
+            params = self.spec.draw(rng, shape, sizes)
+            if params is None:
+                self.misses["draw"] += 1
+                return None
+            params = _normalise(params)
+            placed = place_op(self.spec, shape, params, sizes)
+        except Exception as error:  # noqa: BLE001 - a plugin's draw or out_shape failing on an input it was offered
+            self.misses["error"] += 1
+            self.error = self.error or f"{type(error).__name__}: {error}"
+            return None
+        if placed is None:
+            self.misses["size"] += 1
+            return None
+        return (params, *placed)
+
+
 def chain_graph(rng: random.Random, length: int, vocab: Vocabulary, sizes: Sizes, standalone: bool,
-                composition: Composition = UNIFORM) -> nx.DiGraph:
+                composition: Composition = UNIFORM, focus: FocusSlot | None = None,
+                attempts: int = MAX_ATTEMPTS) -> nx.DiGraph:
     """A chain of `length` operators whose shapes fit; each next operator is tried in the composition's order
-    (transformers blocks stand alone and are always drawn uniformly)."""
+    (transformers blocks stand alone and are always drawn uniformly). With `focus`, each attempt first draws a
+    position of the chain for the focused operator, which takes it; the other positions are drawn as usual."""
     pool = vocab.standalone_ops if standalone else vocab.chain_ops
     if standalone:
         composition = UNIFORM
     first_pool = [s for s in pool if not (s.last_only and length > 1)]
     followers = [s for s in pool if not s.first_only]
-    for _ in range(MAX_ATTEMPTS):
-        first = draw_order(rng, first_pool, 1, None, composition)[0]
+    for _ in range(attempts):
+        slot = rng.choice(focus.positions) if focus is not None else None
+        first = focus.spec if slot == 0 else draw_order(rng, first_pool, 1, None, composition)[0]
         shape, layout = _first_input(first, rng, sizes)
         graph = nx.DiGraph(batch_size=shape[0])
         graph.add_node("x", kind="input", shape=list(shape), layout=list(layout), dtype=first.input_dtype)
@@ -82,9 +122,13 @@ def chain_graph(rng: random.Random, length: int, vocab: Vocabulary, sizes: Sizes
                 last = position == length - 1
                 options = [s for s in followers if len(shape) in s.ranks and s.name != spec.name
                            and not (s.last_only and not last) and s.input_dtype == "float"]
+                if position == slot:
+                    options = [s for s in options if s.name == focus.spec.name]
+                    focus.misses["input"] += not options
                 before, spec = spec.family, None
                 for candidate in draw_order(rng, options, 12, before, composition):
-                    attempt = _try_op(candidate, rng, shape, sizes)
+                    attempt = (focus.place(rng, shape, sizes) if position == slot
+                               else _try_op(candidate, rng, shape, sizes))
                     if attempt is not None:
                         spec, (params, out, extras) = candidate, attempt
                         break
@@ -92,7 +136,7 @@ def chain_graph(rng: random.Random, length: int, vocab: Vocabulary, sizes: Sizes
                     ok = False
                     break
             else:
-                attempt = _try_op(spec, rng, shape, sizes)
+                attempt = focus.place(rng, shape, sizes) if slot == 0 else _try_op(spec, rng, shape, sizes)
                 if attempt is None:
                     ok = False
                     break
@@ -109,7 +153,31 @@ def chain_graph(rng: random.Random, length: int, vocab: Vocabulary, sizes: Sizes
                 break
         if ok:
             return graph
-    raise SamplingError(f"no chain of {length} operators found in {MAX_ATTEMPTS} attempts")
+    held = f" holding {focus.spec.name}" if focus is not None else ""
+    raise SamplingError(f"no chain of {length} operators{held} found in {attempts} attempts")
+
+
+def focused_graph(rng: random.Random, index: int, length: int, vocab: Vocabulary, sizes: Sizes, standalone: bool,
+                  composition: Composition, focus: Sequence[str]) -> nx.DiGraph:
+    """A chain holding one of the `focus` operators: candidate `index` tries them in turn from the
+    (index mod k)-th, so a run draws each about equally often, at a position drawn uniformly among those it may
+    take (so it is not pushed to the positions where it fits most easily); a position, or an operator, that does
+    not fit this chain gives way to the next."""
+    specs = [vocab[name] for name in focus if vocab[name].standalone == standalone]
+    start = index % max(1, len(specs))
+    for spec in specs[start:] + specs[:start]:
+        positions = list(FocusSlot(spec, length).positions)
+        if not positions:
+            continue
+        first = rng.choice(positions)
+        for position in [first] + [p for p in positions if p != first]:
+            try:
+                return chain_graph(rng, length, vocab, sizes, standalone, composition,
+                                   FocusSlot(spec, length, position))
+            except SamplingError:
+                continue
+    raise SamplingError(f"no focused operator ({', '.join(focus)}) fits a chain of {length} in {MAX_ATTEMPTS} "
+                        "attempts")
 
 
 def draw_class(rng: random.Random, mix: dict[str, float]) -> str:
@@ -127,12 +195,13 @@ def graph_from_json(text: str) -> nx.DiGraph:
 
 def sample_graph(seed: int, index: int, profile: str = "smoke", vocab: Vocabulary | None = None,
                  mix: dict[str, float] | None = None, source: str | None = None, retry: int = 0,
-                 composition: Composition = DEFAULT_COMPOSITION) -> nx.DiGraph:
+                 composition: Composition = DEFAULT_COMPOSITION, focus: Sequence[str] | None = None) -> nx.DiGraph:
     """The operator graph of candidate `index` (no rendering, no analysis; gpu sizes not yet fitted).
 
     `source` forces the data source (`torch#k` or `transformers`) instead of drawing it from `mix`;
     `retry` > 0 draws a replacement for a graph that could not be analysed; `composition` orders each next
-    operator (default: the mined prior mixed with category-uniform exploration).
+    operator (default: the mined prior mixed with category-uniform exploration); `focus` (operator names) puts
+    one of them in the chain (`focused_graph`; the mix should hold only sources they can make: `focus.focused_mix`).
     """
     vocab = vocab or cached_vocabulary()
     rng = random.Random(f"opgen:{seed}:{index}" + (f":{retry}" if retry else ""))
@@ -140,19 +209,25 @@ def sample_graph(seed: int, index: int, profile: str = "smoke", vocab: Vocabular
     source = source or drawn
     standalone = source == "transformers" and bool(vocab.standalone_ops)
     length = 1 if source == "transformers" else int(source.split("#")[1])
-    graph = chain_graph(rng, length, vocab, profile_sizes(profile, composition.prior_path), standalone, composition)
+    sizes = profile_sizes(profile, composition.prior_path)
+    if focus:
+        graph = focused_graph(rng, index, length, vocab, sizes, standalone, composition, focus)
+    else:
+        graph = chain_graph(rng, length, vocab, sizes, standalone, composition)
     graph.graph.update(seed=seed, index=index, profile=profile, source=source, fit_seed=rng.random())
+    if focus:
+        graph.graph["focus"] = list(focus)
     return graph
 
 
 def sample_one(seed: int, index: int, profile: str = "smoke", vocab: Vocabulary | None = None,
                mix: dict[str, float] | None = None, source: str | None = None,
-               composition: Composition = DEFAULT_COMPOSITION) -> dict:
+               composition: Composition = DEFAULT_COMPOSITION, focus: Sequence[str] | None = None) -> dict:
     """Candidate `index` of the run with this seed: a record with the SPEC.md columns known before execution."""
     vocab = vocab or cached_vocabulary()
     fallback = None
     for retry in range(MAX_ANALYSIS_RETRIES):
-        graph = sample_graph(seed, index, profile, vocab, mix, source, retry, composition)
+        graph = sample_graph(seed, index, profile, vocab, mix, source, retry, composition, focus)
         try:
             record = record_from_graph(graph, vocab, composition)
         except AnalysisError as error:  # an operator pairing the counter cannot run: draw a replacement
@@ -171,6 +246,7 @@ def sample_one(seed: int, index: int, profile: str = "smoke", vocab: Vocabulary 
 
 def record_from_graph(graph: nx.DiGraph, vocab: Vocabulary, composition: Composition = DEFAULT_COMPOSITION) -> dict:
     """Render the graph (fitting gpu sizes first) and count its shapes and work on the meta device."""
+    focus = graph.graph.get("focus")
     if graph.graph["profile"] == "gpu":
         sizes = profile_sizes("gpu", composition.prior_path)
         graph, code, facts = fit_to_gpu_window(graph, vocab, sizes, random.Random(graph.graph["fit_seed"]))
@@ -185,6 +261,7 @@ def record_from_graph(graph: nx.DiGraph, vocab: Vocabulary, composition: Composi
         "data_source": facts["data_source"],
         "num_ops": facts["num_ops"],
         "seed": graph.graph["seed"],
+        **({"focus": list(focus)} if focus else {}),
         "sample_index": graph.graph["index"],
         "profile": graph.graph["profile"],
         "graph": graph_json(graph),
@@ -201,13 +278,14 @@ def record_from_graph(graph: nx.DiGraph, vocab: Vocabulary, composition: Composi
 
 def iter_records(seed: int, start: int, count: int, profile: str = "smoke", vocab: Vocabulary | None = None,
                  mix: dict[str, float] | None = None, source: str | None = None,
-                 composition: Composition = DEFAULT_COMPOSITION) -> Iterator[dict]:
+                 composition: Composition = DEFAULT_COMPOSITION, focus: Sequence[str] | None = None) -> Iterator[dict]:
     for index in range(start, start + count):
-        yield sample_one(seed, index, profile, vocab, mix, source, composition)
+        yield sample_one(seed, index, profile, vocab, mix, source, composition, focus)
 
 
 def sample_records(seed: int, start: int, count: int, profile: str = "smoke", vocab: Vocabulary | None = None,
                    mix: dict[str, float] | None = None, source: str | None = None,
-                   composition: Composition = DEFAULT_COMPOSITION) -> list[dict]:
-    """Candidates `start .. start+count-1` of the run with this seed (all of `source` when given)."""
-    return list(iter_records(seed, start, count, profile, vocab, mix, source, composition))
+                   composition: Composition = DEFAULT_COMPOSITION, focus: Sequence[str] | None = None) -> list[dict]:
+    """Candidates `start .. start+count-1` of the run with this seed (all of `source` when given; each holding one
+    of the `focus` operators when given)."""
+    return list(iter_records(seed, start, count, profile, vocab, mix, source, composition, focus))
