@@ -51,6 +51,10 @@ COLUMN_REGISTRY: tuple[Column, ...] = (
                                                         f"the consumer's check (atol = rtol = 1e-2) accepts {what}")
       for answer, what in (("zero", "all zeros"), ("constant", "one constant (the output's median)"),
                            ("stale", "another input draw's output"))),
+    Column("dtype", _S, "execute", "the precision the task runs in (`fp32`)"),
+    Column("atol", _F, "execute", "absolute tolerance of the checks (compile against eager, the visibility and "
+                                  "every-operator rules): the consumer's"),
+    Column("rtol", _F, "execute", "relative tolerance of the same checks"),
     Column("eager_ms", _F, "timing", "median CUDA-event time of one eager forward call (ms)"),
     Column("compile_ms", _F, "timing", "the same under torch.compile (default mode)"),
     Column("eager_ms_iqr", _F, "timing", "interquartile range of the eager samples"),
@@ -83,7 +87,7 @@ COLUMN_REGISTRY: tuple[Column, ...] = (
     # timing columns kept in the run folder (timed.jsonl) but not published
     Column("compile_s", _F, "timing", "", published=False),
     Column("tf32", pa.bool_(), "timing", "", published=False),
-    Column("dtype", _S, "timing", "", published=False),
+    Column("compute_dtype", _S, "timing", "", published=False),   # the floating dtype the peaks are read for
     *(Column(name, _I, "timing", "", published=False) for name in ("eager_retimes", "compile_retimes")),
     *(Column(name, _F, "timing", "", published=False) for name in (
         "eager_tflops", "eager_gbps", "compile_tflops", "compile_gbps", "peak_tflops", "peak_gbps")),

@@ -123,7 +123,7 @@ def test_time_records_on_cpu_fills_columns_and_keeps_failures():
     assert linear["compile_speedup"] == pytest.approx(linear["eager_ms"] / linear["compile_ms"])
     assert linear["flops"] == 2 * 8 * 32 * 16  # counted on the meta device: the one matmul
     assert linear["eager_tflops"] == pytest.approx(linear["flops"] / (linear["eager_ms"] * 1e-3) / 1e12)
-    assert linear["tf32"] is False and linear["dtype"] == "float32"
+    assert linear["tf32"] is False and linear["compute_dtype"] == "float32"
 
     raises, crashes = timed[0], timed[2]
     assert raises["eager_ms"] is None and raises["timing_status"] == "error"

@@ -21,8 +21,9 @@ from opgen.errors import TaskProblem
 from opgen.sandbox.gpus import gpu_lock
 from opgen.sandbox.task import draw_inputs, input_seed, run_forward, synchronize
 
-# The consuming environment checks candidates at atol = rtol = 1e-2.
+# The consuming environment checks candidates at atol = rtol = 1e-2; tasks run in fp32.
 CHECK_ATOL = CHECK_RTOL = 1e-2
+TASK_DTYPE = "fp32"
 # Run-to-run tolerance on CUDA (atomics make some reductions order-dependent); the CPU must be bit-identical.
 CUDA_REPEAT_ATOL = 1e-5
 CUDA_REPEAT_RTOL = 1e-4

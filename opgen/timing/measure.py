@@ -76,7 +76,7 @@ def measure_task(payload: dict) -> dict:
         with gpu_lock(lock, shared=True), torch.no_grad():
             model = model.to(device)
             inputs = draw_inputs(namespace, device, input_seed(seed, 0))
-            result["dtype"] = _main_dtype(model, inputs)
+            result["compute_dtype"] = _main_dtype(model, inputs)
             model(*inputs)  # a task that cannot run eagerly is not worth a compile
             synchronize(torch)
         result["setup_s"] = time.perf_counter() - started
@@ -123,7 +123,7 @@ def measure_task(payload: dict) -> dict:
 
     if result["eager_ms"] and result["compile_ms"]:
         result["compile_speedup"] = result["eager_ms"] / result["compile_ms"]
-    result["peak_tflops"], result["peak_gbps"] = peaks(result["hardware"], result["dtype"], result["tf32"])
+    result["peak_tflops"], result["peak_gbps"] = peaks(result["hardware"], result["compute_dtype"], result["tf32"])
     result.update(_achieved(result, flops, bytes_moved))
     result["timing_status"] = "compile_error" if compile_error else "ok"
     result["timing_error"] = f"compile: {compile_error}" if compile_error else None

@@ -2,8 +2,8 @@
 values at which all zeros, a constant and another input draw's output pass the consumer's check (atol = rtol = 1e-2),
 and whether every operator changes the result; then their distribution and what a threshold rejects.
 
-    python scripts/grader_shares.py --kernelbench problems.jsonl --candidates c.jsonl --device cuda --out DIR
-    python scripts/grader_shares.py --summarize DIR/shares.jsonl --threshold 0.9      # again, on any machine
+    python scripts/analysis/grader_shares.py --kernelbench problems.jsonl --candidates c.jsonl --device cuda --out DIR
+    python scripts/analysis/grader_shares.py --summarize DIR/shares.jsonl --threshold 0.9      # again, on any machine
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def run_all(args) -> Path:
     rows = _rows(args)
     payloads = [{"code": r["code"], "id": r["name"], "device": args.device, "seed": 0, "draws": 3} for r in rows]
     with SandboxPool(args.workers, args.timeout, args.memory_mb, slot_envs=gpu_slot_envs(args.device)) as pool:
-        results = pool.run_many("scripts.grader_shares:measure", payloads, progress=True)
+        results = pool.run_many("scripts.analysis.grader_shares:measure", payloads, progress=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "shares.jsonl"
