@@ -1,3 +1,5 @@
 """opgen: builds KernelBench-format GPU-kernel training tasks, filtered, decontaminated and timed."""
 
-__version__ = "0.1.0"
+from opgen.version import __version__
+
+__all__ = ["__version__"]

@@ -49,7 +49,7 @@ COLUMN_REGISTRY: tuple[Column, ...] = (
                                          "the card's contamination threshold, or with an equal operator sequence, are rejected)"),
     *(Column(f"accept_{answer}_share", _F, "execute", f"share of output values, over every input draw, at which "
                                                         f"the consumer's check (atol = rtol = 1e-2) accepts {what}")
-      for answer, what in (("zero", "all zeros"), ("constant", "one constant (the output's median)"),
+      for answer, what in (("zero", "all zeros"), ("constant", "one constant (another draw's median)"),
                            ("stale", "another input draw's output"))),
     Column("dtype", _S, "execute", "the precision the task runs in (`fp32`)"),
     Column("atol", _F, "execute", "absolute tolerance of the checks (compile against eager, the visibility and "

@@ -88,7 +88,14 @@ def test_shares_count_values_over_every_draw():
     shares = accepted_shares([first, later], 1e-2, 1e-2)
     assert shares["zero"] == pytest.approx(4 / 8)        # 0, 0.005, 0, 0.004
     assert shares["stale"] == pytest.approx(3 / 4)       # all but 3.0 against 2.0
-    assert shares["constant"] == pytest.approx(4 / 8)    # each draw's median (0.005, 0.004) and the 0 beside it
+    assert shares["constant"] == pytest.approx(4 / 8)    # the other draw's median (0.004, 0.005) and the 0 beside it
+
+
+def test_a_one_value_output_that_follows_its_input_accepts_no_constant():
+    import torch
+
+    shares = accepted_shares([[torch.tensor(1.0)], [torch.tensor(2.0)], [torch.tensor(3.0)]], 1e-2, 1e-2)
+    assert shares == {"zero": 0.0, "constant": 0.0, "stale": 0.0}
 
 
 RELU_AFTER = """        x = F.{first}(x, y{args})
@@ -116,6 +123,12 @@ def test_ablations_replace_one_statement_of_forward_each():
     assert [v.source for v in variants] == ["F.cosine_similarity(x, y, dim=1)", "F.relu(x)"]
     assert "x = _opgen_skip(x, F.relu(x))" in variants[1].code
     assert "x = F.cosine_similarity(x, y, dim=1)" in variants[1].code
+
+
+def test_copies_and_moves_are_not_operators_to_test():
+    code = task("        residual = x.clone().detach()\n        h = y.to(x.device)\n        x = torch.tanh(x) + h\n"
+                "        return x + residual", "torch.randn(4, 4), torch.randn(4, 4)", args="x, y")
+    assert [v.source for v in ablations(code)] == ["torch.tanh(x) + h", "x + residual"]
 
 
 BATCH_NORM = """        self.bn = nn.BatchNorm2d(8)

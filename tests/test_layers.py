@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("opgen", "filters", "kernels_ref")
 # unit -> layer; a module belongs to the longest unit that prefixes it
 LAYERS = {
-    "opgen.records": 0, "opgen.errors": 0, "opgen.jsonl": 0, "opgen.checkpoint": 0,
+    "opgen.records": 0, "opgen.errors": 0, "opgen.jsonl": 0, "opgen.checkpoint": 0, "opgen.version": 0,
     "opgen.taskcode": 1, "opgen.vocab": 1,
     "opgen.sandbox": 2, "kernels_ref": 2,
     "opgen.sample": 3, "opgen.mining": 3, "filters": 3, "opgen.timing": 3, "opgen.publish": 3,

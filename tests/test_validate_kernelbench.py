@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from filters.execute.visible import MAX_ACCEPTED_SHARE
 from filters.static import Funnel
 from filters.validate import validate_records
 from scripts.devtools.shrink import shrink_sizes
@@ -40,6 +41,49 @@ DEGENERATE = {(1, "37_FrobeniusNorm_.py")} | {(2, name) for name in (
     "77_ConvTranspose3d_Scale_BatchNorm_GlobalAvgPool.py", "80_Gemm_Max_Subtract_GELU.py",
     "88_Gemm_GroupNorm_Swish_Multiply_Swish.py", "89_ConvTranspose3d_MaxPool_Softmax_Subtract_Swish_Max.py",
     "94_Gemm_BiasAdd_Hardtanh_Mish_GroupNorm.py", "96_ConvTranspose3d_Multiply_Max_GlobalAvgPool_Clamp.py")}
+# - the every-operator rule (trivial): made the identity, the named statement leaves the output within the
+#   check's tolerance on every draw. Eval-mode batch norms at their default running statistics (the identity
+#   within 1e-5), a ReLU after a positive LogSumExp, a clamp or hardtanh whose bounds the values never reach,
+#   a max or LogSumExp over a dimension of size 1, a constant added before a LayerNorm or scaled by 1.
+OPERATOR_WORK: dict[tuple[int, str], str] = {
+    (1, '33_BatchNorm.py'): 'self.bn(x)',
+    (2, '2_ConvTranspose2d_BiasAdd_Clamp_Scaling_Clamp_Divide.py'): 'torch.clamp(x, min=0.0, max=1.0)',
+    (2, '3_ConvTranspose3d_Sum_LayerNorm_AvgPool_GELU.py'): 'x + self.sum_weight',
+    (2, '7_Conv3d_ReLU_LeakyReLU_GELU_Sigmoid_BiasAdd.py'): 'torch.relu(x)',
+    (2, '10_ConvTranspose2d_MaxPool_Hardtanh_Mean_Tanh.py'): 'self.hardtanh(x)',
+    (2, '11_ConvTranspose2d_BatchNorm_Tanh_MaxPool_GroupNorm.py'): 'self.batch_norm(x)',
+    (2, '15_ConvTranspose3d_BatchNorm_Subtract.py'): 'self.batch_norm(x)',
+    (2, '18_Matmul_Sum_Max_AvgPool_LogSumExp_LogSumExp.py'): 'torch.max(x, dim=1, keepdim=True)[0]',
+    (2, '22_Matmul_Scale_ResidualAdd_Clamp_LogSumExp_Mish.py'): 'torch.clamp(x, self.clamp_min, self.clamp_max)',
+    (2, '33_Gemm_Scale_BatchNorm.py'): 'self.bn(x)',
+    (2, '34_ConvTranspose3d_LayerNorm_GELU_Scaling.py'): 'x * self.scaling_factor',
+    (2, '39_Gemm_Scale_BatchNorm.py'): 'self.bn(x)',
+    (2, '41_Gemm_BatchNorm_GELU_ReLU.py'): 'self.batch_norm(x)',
+    (2, '43_Conv3d_Max_LogSumExp_ReLU.py'): 'torch.relu(x)',
+    (2, '51_Gemm_Subtract_GlobalAvgPool_LogSumExp_GELU_ResidualAdd.py'): 'torch.logsumexp(x, dim=1, keepdim=True)',
+    (2, '52_Conv2d_Activation_BatchNorm.py'): 'self.bn(x)',
+    (2, '53_Gemm_Scaling_Hardtanh_GELU.py'): 'self.hardtanh(x)',
+    (2, '64_Gemm_LogSumExp_LeakyReLU_LeakyReLU_GELU_GELU.py'): 'torch.nn.functional.leaky_relu(x, negative_slope=0.01)',
+    (2, '68_Matmul_Min_Subtract.py'): 'torch.min(x, self.constant)',
+    (2, '73_Conv2d_BatchNorm_Scaling.py'): 'self.bn(x)',
+    (2, '81_Gemm_Swish_Divide_Clamp_Tanh_Clamp.py'): 'torch.clamp(x, min=-1.0, max=1.0)',
+    (2, '84_Gemm_BatchNorm_Scaling_Softmax.py'): 'self.bn(x)',
+    (2, '95_Matmul_Add_Swish_Tanh_GELU_Hardtanh.py'): 'torch.nn.functional.hardtanh(x, min_val=-1, max_val=1)',
+    (2, '97_Matmul_BatchNorm_BiasAdd_Divide_Swish.py'): 'self.bn(x)',
+    (2, '100_ConvTranspose3d_Clamp_Min_Divide.py'): 'torch.clamp(x, min=self.min_value)',
+}
+# - the visibility rule (degenerate_output): all zeros, another draw's median or another draw's output passes
+#   the check on more than 90% of the output values (pooled or normalised outputs that barely follow their input).
+VISIBILITY = {
+    (2, '13_ConvTranspose3d_Mean_Add_Softmax_Tanh_Scaling.py'),
+    (2, '27_Conv3d_HardSwish_GroupNorm_Mean.py'),
+    (2, '50_ConvTranspose3d_Scaling_AvgPool_BiasAdd_Scaling.py'),
+    (2, '67_Conv2d_GELU_GlobalAvgPool.py'),
+    (2, '72_ConvTranspose3d_BatchNorm_AvgPool_AvgPool.py'),
+    (2, '85_Conv2d_GroupNorm_Scale_MaxPool_Clamp.py'),
+    (2, '91_ConvTranspose2d_Softmax_BiasAdd_Scaling_Sigmoid.py'),
+    (2, '93_ConvTranspose2d_Add_Min_GELU_Multiply.py'),
+}
 # These two apply LayerNorm(out_channels) to the last spatial dim of a stride-2 transposed conv output, which
 # only works while 2 * width == out_channels: they need a smaller spatial cap to keep that coupling.
 SHRINK_OVERRIDES = {(2, "3_ConvTranspose3d_Sum_LayerNorm_AvgPool_GELU.py"): {"spatial_cap": 8},
@@ -55,8 +99,10 @@ def kernelbench_records(rows: list[dict]) -> list[dict]:
 
 def expected_reason(record: dict) -> str | None:
     key = (record["level"], record["name"])
-    if key in DEGENERATE:
+    if key in DEGENERATE or key in VISIBILITY:
         return "degenerate_output"
+    if key in OPERATOR_WORK:
+        return "trivial"
     return EXPECTED_REJECTIONS.get(key)
 
 
@@ -73,7 +119,13 @@ def test_kernelbench_levels_1_and_2_are_kept_apart_from_named_exceptions(kernelb
         if line["reason"] == "degenerate_output" and "draw_max_abs_diff" in line:
             # evidence: every draw is within the environment's tolerance of the first draw
             assert line["draw_max_abs_diff"] <= CHECK_TOLERANCE * (1 + line["output_abs_max"])
-        if line["reason"] == "trivial":
+        key = (int(line["source"].split("/")[0]), line["source"].split("/", 1)[1])
+        if key in VISIBILITY:
+            assert line["detail"].startswith("visibility rule") and max(
+                line[f"accept_{answer}_share"] for answer in ("zero", "constant", "stale")) > MAX_ACCEPTED_SHARE
+        elif line["reason"] == "trivial" and key in OPERATOR_WORK:
+            assert line["detail"].startswith(f"every-operator rule: without `{OPERATOR_WORK[key]}`")
+        elif line["reason"] == "trivial":
             assert "input unchanged" in line["detail"]
         if line["reason"] == "stochastic_op":
             assert "Dropout(p=0.2)" in line["detail"]

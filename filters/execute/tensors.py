@@ -115,17 +115,21 @@ def _median_of(t: torch.Tensor, sample: int = 1 << 20) -> torch.Tensor:
 def accepted_shares(draws: list[list[torch.Tensor]], atol: float, rtol: float) -> dict[str, float]:
     """The share of output values, over every draw, at which the consumer's check accepts a cheap wrong answer.
 
-    `zero`: all zeros; `constant`: one constant per output tensor (its median); `stale`: draw 0's output given
-    as the answer for each later draw (a kernel that stores one answer). Draws must be comparable (same shapes)
-    for `stale`, else it is 0."""
+    `zero`: all zeros; `constant`: one constant per output tensor, the median of the previous draw's output (a
+    value a kernel can hold without reading its input; the same draw's median would pass every one-value output
+    by construction); `stale`: draw 0's output given as the answer for each later draw (a kernel that stores one
+    answer). Draws must be comparable (same shapes) for `stale`, else it is 0."""
     zero, constant, stale = [], [], []
     total = 0
-    for outputs in draws:
-        for t in outputs:
-            median = _median_of(t) if t.numel() else None
+    medians = [[_median_of(t) if t.numel() else None for t in outputs] for outputs in draws]
+    for index, outputs in enumerate(draws):
+        previous = medians[index - 1]
+        for position, t in enumerate(outputs):
+            median = previous[position] if position < len(previous) and previous[position] is not None \
+                else medians[index][position]
             for chunk in float64_chunks(t):
                 zero.append(_accepted(chunk, torch.zeros((), dtype=chunk.dtype, device=chunk.device), atol, rtol))
-                constant.append(_accepted(chunk, median, atol, rtol))
+                constant.append(_accepted(chunk, median.to(chunk.device), atol, rtol))
             total += _value_count(t)
     first = draws[0]
     for outputs in draws[1:]:

@@ -18,7 +18,7 @@ from filters.execute.tensors import accepted_shares
 
 # A task is kept only if each cheap wrong answer fails the check on more than 1 - MAX_ACCEPTED_SHARE of its values.
 MAX_ACCEPTED_SHARE = 0.9
-WRONG_ANSWERS = {"zero": "all zeros", "constant": "a constant (the output's median)",
+WRONG_ANSWERS = {"zero": "all zeros", "constant": "a constant (another draw's median)",
                  "stale": "another input draw's output"}
 
 

@@ -7,6 +7,7 @@ import sys
 
 from filters.dedup.chains import DEFAULT_MAX_PER_CHAIN
 from opgen.commands.composition_options import add_composition_options, add_focus_option
+from opgen.commands.machine_sizing import size_for_machine
 from opgen.commands.timing_options import add_timing_options, timing_options
 from opgen.errors import UsageError
 from opgen.jsonl import require_writable
@@ -25,7 +26,9 @@ def register(sub) -> None:
                         help="where candidates run; cuda also times them and applies the 1-100 ms window")
     parser.add_argument("--profile", choices=("smoke", "gpu"), default="smoke", help="task sizes (default smoke)")
     parser.add_argument("--executor", choices=("local", "ray"), default="local", help="local process pool or Ray")
-    parser.add_argument("--workers", type=int, default=2, help="worker processes (local) or CPUs (new Ray cluster)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="worker processes (local) or CPUs (new Ray cluster) (default: 2 on cpu; with "
+                             "--device cuda the cores left after the timing workers)")
     parser.add_argument("--vocab-plugin", action="append", default=[], metavar="FILE",
                         help="extra operator specs (repeatable)")
     parser.add_argument("--reference", default=None,
@@ -35,8 +38,9 @@ def register(sub) -> None:
                         help="tasks kept at most per chain of operator families, one per size regime (default: "
                              f"{CHAIN_SHARE:.1%} of --n, at least {DEFAULT_MAX_PER_CHAIN}; 0: no cap)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per candidate in the sandbox")
-    parser.add_argument("--memory-mb", type=int, default=4096,
-                        help="resident memory limit per sandbox worker (gpu-size tasks need more; 0 for none)")
+    parser.add_argument("--memory-mb", type=int, default=None,
+                        help="resident memory limit per sandbox worker, 0 for none (default: 4096 on cpu; with "
+                             "--device cuda a ninth of the host's memory, 4096 to 14000)")
     parser.add_argument("--planning", choices=("survival", "rounds"), default="survival",
                         help="survival: round 0 draws each data source by its expected survival (shipped prior), so "
                              "most builds need no top-up round; rounds: n x 1.25 from the mix, then top-ups")
@@ -44,7 +48,7 @@ def register(sub) -> None:
                         help="the old mode: each round's stages one after another, and each top-up round after the "
                              "previous one is timed (same dataset, slower)")
     parser.add_argument("--timing-workers", type=int, default=None,
-                        help="timing sandbox workers per GPU (default: half the cores per GPU, 1 to 8)")
+                        help="timing sandbox workers per GPU (default: a quarter of the cores per GPU, 1 to 8)")
     add_composition_options(parser)
     add_focus_option(parser)
     add_timing_options(parser, compile_option=False)
@@ -66,28 +70,32 @@ def run(args) -> int:
     timing = timing_options(args, "cuda")
     if args.timing_workers is not None and args.timing_workers < 1:
         raise UsageError("--timing-workers must be at least 1")
+    gpus = []
+    if args.device == "cuda" and args.executor == "local":   # before any work, the executor's processes too
+        from opgen.sandbox.gpus import require_cuda
+
+        gpus = require_cuda()
+    sizing = size_for_machine(args.device, len(gpus), args.workers, args.timing_workers, args.memory_mb)
+    if sizing.note:
+        print(sizing.note, file=sys.stderr)
     config = BuildConfig(n=args.n, seed=args.seed, profile=args.profile, device=args.device,
                          reference=args.reference, vocab_plugins=tuple(args.vocab_plugin),
                          shard_size=args.shard_size, timeout_s=args.timeout,
-                         memory_mb=args.memory_mb or None, trials=timing.trials, warmups=timing.warmups,
+                         memory_mb=sizing.memory_mb or None, trials=timing.trials, warmups=timing.warmups,
                          trial_mode=timing.trial_mode, min_trials=timing.min_trials, precision=timing.precision,
                          planning=args.planning, max_per_chain=args.max_per_chain, composition=args.composition,
                          prior_weight=args.prior_weight, composition_prior=args.composition_prior,
                          focus=tuple(args.focus))
     if args.save_state:
         require_writable(args.save_state, "--save-state")
-    if args.device == "cuda" and args.executor == "local":   # before any work, the executor's processes too
-        from opgen.sandbox.gpus import require_cuda
-
-        require_cuda()
-    executor = make_executor(args.executor, args.workers)
+    executor = make_executor(args.executor, sizing.workers)
     previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)
     try:
         if args.device == "cuda" and args.executor == "ray" and not executor.ray.cluster_resources().get("GPU", 0):
             raise UsageError("--device cuda: the Ray cluster has no GPU")
         result = run_build(config, args.out, executor, progress=not args.no_progress, stream=not args.no_stream,
-                           timing_workers=args.timing_workers, save_state=args.save_state,
-                           resume_from=args.resume_from)
+                           timing_workers=sizing.timing_workers, save_state=args.save_state,
+                           resume_from=args.resume_from, sizing_note=sizing.note)
     finally:
         signal.signal(signal.SIGTERM, previous)
         executor.close()

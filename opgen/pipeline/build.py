@@ -69,7 +69,9 @@ class Build:
 
     def __init__(self, config: BuildConfig, run_dir: str | Path, executor: LocalExecutor | RayExecutor,
                  progress: bool = True, stream: bool = True, timing_workers: int | None = None,
-                 save_state: str | Path | None = None, resume_from: str | Path | None = None):
+                 save_state: str | Path | None = None, resume_from: str | Path | None = None,
+                 sizing_note: str = ""):
+        self.sizing_note = sizing_note          # how the command sized its workers to the machine, for the log
         self.focus: tuple[str, ...] = ()    # the operators every candidate holds one of (`--focus`)
         if config.focus:
             config, self.focus = prepare_focus(config)
@@ -120,6 +122,8 @@ class Build:
                  self.config.n, self.config.seed, self.rundir.root, self.executor.name,
                  "streaming" if self.stream else "stage by stage",
                  f", {lanes} execute lane(s) of {self.executor.job_workers(self.execute)} workers" if lanes else "")
+        if self.sizing_note:
+            log.info("%s", self.sizing_note)
         self.bar = tqdm(total=self.config.n, desc="tasks", unit="task", file=sys.stderr, disable=not self.progress,
                         dynamic_ncols=True, position=0)
         try:
@@ -514,13 +518,16 @@ class Build:
 
 def run_build(config: BuildConfig, run_dir: str | Path, executor: LocalExecutor | RayExecutor | None = None,
               progress: bool = True, stream: bool = True, timing_workers: int | None = None,
-              save_state: str | Path | None = None, resume_from: str | Path | None = None) -> BuildResult:
+              save_state: str | Path | None = None, resume_from: str | Path | None = None,
+              sizing_note: str = "") -> BuildResult:
     """Build (or resume) the dataset of `config` in `run_dir` with `executor` (default: local, 2 workers);
-    `save_state` keeps the build's state in that file as it goes, `resume_from` restores one first (state.py)."""
+    `save_state` keeps the build's state in that file as it goes, `resume_from` restores one first (state.py);
+    `sizing_note` says in the log how the worker counts were chosen."""
     own = executor is None
     executor = executor or LocalExecutor(2)
     try:
-        return Build(config, run_dir, executor, progress, stream, timing_workers, save_state, resume_from).run()
+        return Build(config, run_dir, executor, progress, stream, timing_workers, save_state, resume_from,
+                     sizing_note).run()
     finally:
         if own:
             executor.close()

@@ -24,9 +24,9 @@ import tarfile
 import time
 from pathlib import Path
 
-import opgen
 from opgen.errors import UsageError
 from opgen.pipeline.rundir import RunDir, write_json
+from opgen.version import __version__
 
 FORMAT = "opgen-build-state/1"
 MAX_FILE_BYTES = 16 * 2**20
@@ -77,7 +77,7 @@ def save_state(run_dir: str | Path, file: str | Path) -> dict:
     payload = buffer.getvalue()
     sha = hashlib.sha256(payload).hexdigest()
     chunks = [payload[i:i + PART_BYTES] for i in range(0, len(payload), PART_BYTES)] or [b""]
-    header = {"format": FORMAT, "opgen_version": opgen.__version__,
+    header = {"format": FORMAT, "opgen_version": __version__,
               "config": json.loads((root / "config.json").read_text(encoding="utf-8")),
               "payload_bytes": len(payload), "payload_sha256": sha, "parts": len(chunks),
               "files": len(members), "markers": sum(1 for m in members if m.endswith(".done")),
@@ -134,9 +134,9 @@ def read_state(file: str | Path) -> tuple[dict, bytes]:
 
 
 def check_version(header: dict, file: str | Path) -> None:
-    if header.get("opgen_version") != opgen.__version__:
+    if header.get("opgen_version") != __version__:
         raise UsageError(f"the build state {file} was saved by opgen {header.get('opgen_version')}, this is opgen "
-                         f"{opgen.__version__}: continue it with the same version")
+                         f"{__version__}: continue it with the same version")
 
 
 def restore_state(file: str | Path, rundir: RunDir, identity: dict) -> int:

@@ -30,6 +30,21 @@ def _forward(tree: ast.Module) -> ast.FunctionDef | None:
     return next((node for node in cls.body if isinstance(node, ast.FunctionDef) and node.name == "forward"), None)
 
 
+# Methods that copy or move a tensor without computing: `residual = x.clone().detach()` keeps a value for later,
+# `h0.to(x.device)` moves one; made the identity they change nothing by construction, so they are no operators.
+COPY_METHODS = frozenset({"clone", "detach", "contiguous"})
+MOVE_METHODS = frozenset({"to", "cuda", "cpu"})
+
+
+def _is_copy(value: ast.expr) -> bool:
+    """`name.clone()`, `name.detach()`, `name.contiguous()`, `name.to(...)` and chains of them."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and (
+            value.func.attr in MOVE_METHODS or (value.func.attr in COPY_METHODS and not value.args
+                                                and not value.keywords)):
+        value = value.func.value
+    return isinstance(value, ast.Name)
+
+
 def _assigned(statement: ast.stmt) -> set[str]:
     return {node.id for node in ast.walk(statement) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
 
@@ -42,7 +57,7 @@ def _main_input(value: ast.expr, local: set[str]) -> str | None:
 
 def ablations(code: str) -> list[Ablation]:
     """One variant per statement of `Model.forward` that computes a value from a local tensor: `v = expr` with one
-    name target, or `return expr` (not a bare name). Other statements (loops, unpacking, in-place calls) stay."""
+    name target, or `return expr` (not a bare name, nor a copy of one). Other statements (loops, unpacking, in-place calls) stay."""
     try:
         tree = parse(code)
     except (SyntaxError, ValueError, RecursionError):
@@ -58,7 +73,7 @@ def ablations(code: str) -> list[Ablation]:
             value = statement.value
         elif isinstance(statement, ast.Return):
             value = statement.value
-        computes = value is not None and not isinstance(value, (ast.Name, ast.Constant))
+        computes = value is not None and not isinstance(value, (ast.Name, ast.Constant)) and not _is_copy(value)
         source = _main_input(value, local) if computes else None
         local |= _assigned(statement)
         if source is None:

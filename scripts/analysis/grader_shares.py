@@ -72,7 +72,7 @@ def run_all(args) -> Path:
     path = out / "shares.jsonl"
     with path.open("w") as handle:
         for row, result in zip(rows, results):
-            value = result.value if result.status == "ok" else {"status": result.status, "detail": result.detail[:300]}
+            value = result.value if result.status == "ok" else {"status": result.status, "detail": result.detail[-400:]}
             handle.write(json.dumps({**{k: row.get(k) for k in ("set", "name", "families", "ops")}, **value}) + "\n")
     return path
 

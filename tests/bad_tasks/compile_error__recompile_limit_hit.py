@@ -10,7 +10,7 @@ class Model(nn.Module):
 
     def forward(self, x):
         scale = x.sum().item()
-        return torch.tanh(x * scale)
+        return torch.tanh(x * scale * 0.05)
 
 
 def get_inputs():
