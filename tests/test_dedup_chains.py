@@ -132,9 +132,13 @@ def test_dedup_applies_the_chain_rule_after_minhash(kb_index):
     loser = max(first["id"], second["id"])
     assert by_id[loser]["reason"] == "duplicate" and by_id[loser]["duplicate_kind"] == "chain"
     assert by_id[loser]["duplicate_of"] == min(first["id"], second["id"])
+    assert by_id[loser]["detail"] == f"chain rule: the same family chain, salient parameters and size regime as " \
+                                     f"{min(first['id'], second['id'])}"
     assert sum(v["keep"] for v in verdicts) == 2
     capped = dedup_verdicts([first, other], reference=kb_index, max_per_chain=1)
     assert [v["duplicate_kind"] for v in capped if not v["keep"]] == ["chain_cap"]
+    assert [v["detail"] for v in capped if not v["keep"]] == [
+        f"chain rule: over the cap of tasks per family chain (the first kept is {first['id']})"]
 
 
 def test_cli_rejects_a_negative_cap(tmp_path):

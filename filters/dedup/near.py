@@ -59,6 +59,15 @@ def fingerprint_codes(codes: list[str], shingle_size: int = SHINGLE_SIZE,
     return [by_code[code] for code in codes]
 
 
+# The detail of a duplicate verdict, by kind: the rule that found it and the task it duplicates.
+DUPLICATE_RULES = {
+    "exact": "exact rule: the same code after normalisation as {twin}",
+    "near": f"near-duplicate rule: token Jaccard similarity of at least {DUPLICATE_THRESHOLD} with {{twin}}",
+    "chain": "chain rule: the same family chain, salient parameters and size regime as {twin}",
+    "chain_cap": "chain rule: over the cap of tasks per family chain (the first kept is {twin})",
+}
+
+
 def near_duplicate_pairs(shingle_sets: list[frozenset[int]], threshold: float = DUPLICATE_THRESHOLD,
                          num_perm: int = NUM_PERM, seed: int = MINHASH_SEED) -> list[tuple[int, int, float]]:
     """Pairs (i, j, jaccard), i < j, with exact Jaccard >= threshold: MinHashLSH candidates, then confirmed."""
@@ -171,8 +180,9 @@ def run_dedup(records: list[dict], *, reference: str | ReferenceIndex | None = D
         if contamination[i].rule:
             verdict = Verdict.reject("contaminated", f"{contamination[i].rule}: {contamination[i].matched}", **metrics)
         elif i in duplicate_of:
-            verdict = Verdict.reject("duplicate", None, duplicate_of=duplicate_of[i][0],
-                                     duplicate_kind=duplicate_of[i][1], **metrics)
+            twin, kind = duplicate_of[i]
+            verdict = Verdict.reject("duplicate", DUPLICATE_RULES[kind].format(twin=twin), duplicate_of=twin,
+                                     duplicate_kind=kind, **metrics)
         else:
             verdict = Verdict.ok(**metrics)
         verdicts.append(_counted(verdict, funnel).line(record))

@@ -42,16 +42,20 @@ def resolve_dataset(dataset: str, out: str | None) -> tuple[Path, str | None]:
     return target, dataset
 
 
-def load_tasks(folder: Path) -> list[dict]:
-    """The dataset's tasks (default config, train split), read with `datasets` as a consumer would."""
+TASK_FIELDS = ("id", "code", "flops", "bytes_moved")
+
+
+def load_tasks(folder: Path, fields: tuple[str, ...] = TASK_FIELDS, fresh: bool = False) -> list[dict]:
+    """The dataset's tasks (default config, train split), read with `datasets` as a consumer would: `fields` of
+    each row (absent columns read as None); `fresh` reads the files again instead of a cache of them."""
     import datasets
 
     try:
-        rows = datasets.load_dataset(str(folder), "default", split="train")
+        rows = datasets.load_dataset(str(folder), "default", split="train",
+                                     download_mode="force_redownload" if fresh else None)
     except Exception as error:
         raise UsageError(f"cannot load {folder} with datasets ({type(error).__name__}: {error})") from None
-    return [{"id": r["id"], "code": r["code"], "flops": r.get("flops"), "bytes_moved": r.get("bytes_moved")}
-            for r in rows]
+    return [{field: r.get(field) for field in fields} for r in rows]
 
 
 def retime(dataset: str, options: TimingOptions, *, out: str | None = None, name: str | None = None,

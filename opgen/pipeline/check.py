@@ -1,0 +1,100 @@
+"""`opgen check`: run rows of a published dataset again in fresh sandboxed processes and say which fail.
+
+Each row drawn is validated as a build validates a candidate (it runs, is deterministic, passes the degenerate
+check and the grader-proof rules, and compiles within the tolerance), and on CUDA its eager time is measured
+again with the build's timing method and compared with the recorded one."""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from filters.validate import validate_records
+from filters.window import DEFAULT_WINDOW_MS
+from opgen.errors import UsageError
+from opgen.pipeline.retime import load_tasks, resolve_dataset
+from opgen.timing.driver import TimingOptions, time_records
+
+CHECK_FIELDS = ("id", "code", "flops", "bytes_moved", "eager_ms", "precision")
+
+
+@dataclass
+class CheckReport:
+    """What `opgen check` found: the rows drawn, those that failed and why, and the timing agreement."""
+
+    folder: str
+    rows: int
+    drawn: int
+    failures: list[dict] = field(default_factory=list)      # {"id", "reason", "detail"}
+    timing: dict | None = None                              # the agreement summary, on CUDA
+    tasks: list[dict] = field(default_factory=list)          # one entry per drawn row
+
+    def as_dict(self) -> dict:
+        return {"folder": self.folder, "rows": self.rows, "drawn": self.drawn, "failed": len(self.failures),
+                "failures": self.failures, "timing": self.timing, "tasks": self.tasks}
+
+
+def draw_rows(rows: list[dict], sample: int | None, seed: int) -> list[dict]:
+    """`sample` rows drawn at random (all of them when None or larger), in the dataset's order."""
+    if sample is None or sample >= len(rows):
+        return list(rows)
+    chosen = sorted(random.Random(seed).sample(range(len(rows)), sample))
+    return [rows[i] for i in chosen]
+
+
+def agreement(pairs: list[tuple[float, float]], tolerance: float) -> dict:
+    """Median and spread of recorded/new eager times, their log-correlation, and the rows beyond `tolerance`."""
+    ratios = sorted(recorded / new for recorded, new in pairs)
+    summary = {"tasks": len(pairs), "tolerance": tolerance}
+    if not pairs:
+        return summary
+    summary.update(median_ratio=statistics.median(ratios), p10_ratio=ratios[len(ratios) // 10],
+                   p90_ratio=ratios[(9 * len(ratios)) // 10],
+                   outside=sum(abs(math.log(r)) > math.log(1 + tolerance) for r in ratios))
+    if len(pairs) >= 3:
+        summary["log_correlation"] = statistics.correlation([math.log(a) for a, _ in pairs],
+                                                            [math.log(b) for _, b in pairs])
+    return summary
+
+
+def check_dataset(dataset: str, *, sample: int | None = 300, seed: int = 0, device: str = "cuda", workers: int = 2,
+                  timing_workers: int | None = None, memory_mb: int | None = 4096, timeout_s: float = 300.0,
+                  time_tolerance: float = 0.25, out: str | None = None, progress: bool = True) -> CheckReport:
+    """Check `sample` rows of a dataset folder or Hub id; see the module docstring."""
+    folder, _ = resolve_dataset(dataset, out)
+    rows = load_tasks(Path(folder), CHECK_FIELDS, fresh=True)   # the files as they are now
+    if not rows:
+        raise UsageError(f"{folder} holds no task")
+    drawn = draw_rows(rows, sample, seed)
+    report = CheckReport(str(folder), len(rows), len(drawn))
+    records = [{"id": row["id"], "source": row["id"], "code": row["code"]} for row in drawn]
+    verdicts = validate_records(records, device=device, workers=workers, timeout_s=timeout_s, memory_mb=memory_mb,
+                                progress=progress)
+    timed = {}
+    if device == "cuda":
+        options = TimingOptions(device="cuda", with_compile=False)
+        timed = {r["id"]: r for r in time_records(drawn, options, timeout_s=timeout_s, progress=progress,
+                                                     workers_per_gpu=timing_workers, memory_mb=memory_mb)}
+    pairs = []
+    for row, verdict in zip(drawn, verdicts):
+        entry = {"id": row["id"], "reason": verdict.get("reason"), "recorded_ms": row.get("eager_ms")}
+        if not verdict["keep"]:
+            report.failures.append({"id": row["id"], "reason": verdict["reason"], "detail": verdict.get("detail")})
+        if device == "cuda":
+            new = timed.get(row["id"], {}).get("eager_ms")
+            entry["eager_ms"] = new
+            if new is None:
+                report.failures.append({"id": row["id"], "reason": "timing_error",
+                                        "detail": timed.get(row["id"], {}).get("timing_error")})
+            elif not DEFAULT_WINDOW_MS[0] <= new <= DEFAULT_WINDOW_MS[1]:
+                report.failures.append({"id": row["id"], "reason": "runtime_out_of_range",
+                                        "detail": f"eager {new:.3f} ms, outside {DEFAULT_WINDOW_MS} ms"})
+            if new and row.get("eager_ms"):
+                pairs.append((row["eager_ms"], new))
+        report.tasks.append(entry)
+    if device == "cuda":
+        report.timing = agreement(pairs, time_tolerance)
+    return report
