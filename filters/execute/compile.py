@@ -11,7 +11,7 @@ import time
 import torch
 
 from filters.base import Filter, Verdict
-from filters.execute.task_run import CHECK_ATOL, CHECK_RTOL, TaskRun
+from filters.execute.task_run import TaskRun
 from filters.execute.tensors import all_close, max_abs_diff
 from opgen.errors import TaskProblem
 from opgen.sandbox.gpus import inductor_benchmarks_locked
@@ -41,9 +41,9 @@ class CompileCheck(Filter):
             if diff is None:
                 return Verdict.reject("compile_mismatch", f"draw {draw}: output shapes differ", **metrics)
             worst = max(worst, diff)
-            if not all_close(eager, compiled_out, CHECK_ATOL, CHECK_RTOL):
+            if not all_close(eager, compiled_out, run.tolerance.atol, run.tolerance.rtol):
                 return Verdict.reject("compile_mismatch", f"draw {draw}: max abs diff {diff:.4g} beyond "
-                                                          f"atol=rtol={CHECK_ATOL}", **metrics, max_abs_diff=diff)
+                                                          f"{run.tolerance.text()}", **metrics, max_abs_diff=diff)
             # one draw's compiled outputs at a time beside the eager ones: a dozen workers share the GPU's memory
             del compiled_out
         return Verdict.ok(**metrics, max_abs_diff=worst)

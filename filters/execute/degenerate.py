@@ -10,7 +10,7 @@ import torch
 
 from filters.base import Filter, Verdict
 from filters.execute.finite import non_finite_detail
-from filters.execute.task_run import CHECK_ATOL, CHECK_RTOL, TaskRun
+from filters.execute.task_run import TaskRun
 from filters.execute.tensors import abs_max, all_close, bit_equal, every_value, float64_chunks, max_abs_diff
 
 
@@ -51,9 +51,10 @@ class DegenerateCheck(Filter):
         first = run.outputs[0]
         metrics = {"draw_max_abs_diff": max((max_abs_diff(first, other) or 0.0) for other in run.outputs[1:]),
                    "output_abs_max": abs_max(first)}
-        if all(all_close(first, other, CHECK_ATOL, CHECK_RTOL) for other in run.outputs[1:]):
+        tolerance = run.tolerance
+        if all(all_close(first, other, tolerance.atol, tolerance.rtol) for other in run.outputs[1:]):
             why = "get_inputs returns the same inputs every draw" if same_inputs else \
-                f"output the same within atol=rtol={CHECK_ATOL} for {run.draws + 1} independent input draws"
+                f"output the same within {tolerance.text()} for {run.draws + 1} independent input draws"
             return Verdict.reject("degenerate_output", why, **metrics)
         return Verdict.ok(**metrics)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from filters.base import Filter, Verdict
-from filters.execute.task_run import CHECK_ATOL, CHECK_RTOL, TaskRun
+from filters.execute.task_run import TaskRun
 from filters.execute.tensors import all_close
 from opgen.sandbox.task import load_namespace
 from opgen.taskcode.ablate import SKIP, Ablation, ablations
@@ -43,7 +43,7 @@ class OperatorWorkCheck(Filter):
             if passes:
                 return Verdict.reject(
                     "trivial", f"every-operator rule: without `{ablation.source}` (line {ablation.line}) the output "
-                               f"still passes the check at atol=rtol={CHECK_ATOL} on all {len(run.outputs)} input draws",
+                               f"still passes the check at {run.tolerance.text()} on all {len(run.outputs)} input draws",
                     identity_statements=tried)
         return Verdict.ok(identity_statements=tried)
 
@@ -62,7 +62,7 @@ def _passes_without(run: TaskRun, ablation: Ablation) -> bool | None:
             return None
         except Exception:  # noqa: BLE001 - without the statement the rest of forward cannot run: it does work
             return False
-        if not all_close(expected, outputs, CHECK_ATOL, CHECK_RTOL):
+        if not all_close(expected, outputs, run.tolerance.atol, run.tolerance.rtol):
             return False
         del outputs
     return True

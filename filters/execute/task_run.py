@@ -20,13 +20,7 @@ from filters.window import DEFAULT_WINDOW_MS, Window
 from opgen.errors import TaskProblem
 from opgen.sandbox.gpus import gpu_lock
 from opgen.sandbox.task import draw_inputs, input_seed, run_forward, synchronize
-
-# The consuming environment checks candidates at atol = rtol = 1e-2; tasks run in fp32.
-CHECK_ATOL = CHECK_RTOL = 1e-2
-TASK_DTYPE = "fp32"
-# Run-to-run tolerance on CUDA (atomics make some reductions order-dependent); the CPU must be bit-identical.
-CUDA_REPEAT_ATOL = 1e-5
-CUDA_REPEAT_RTOL = 1e-4
+from opgen.taskcode.dtypes import DEFAULT_DTYPE, TOLERANCES, Tolerance, tolerance_of
 
 
 @dataclass
@@ -61,6 +55,12 @@ class TaskRun:
         return cls(code=payload["code"], name=str(payload.get("id", "task")), device=device,
                    seed=int(payload.get("seed", 0)), draws=int(payload.get("draws", 3)), window=window or None,
                    timing_runs=int(payload.get("timing_runs", 5)))
+
+    @property
+    def tolerance(self) -> Tolerance:
+        """The check of the task's precision (its outputs' dtype: fp32, bf16 or fp16), which every comparison of
+        outputs uses; run-to-run on CUDA, its repeat tolerance (the CPU must be bit-identical)."""
+        return tolerance_of(self.outputs[0]) if self.outputs else TOLERANCES[DEFAULT_DTYPE]
 
     def draw_seed(self, draw: int) -> int:
         return input_seed(self.seed, draw)

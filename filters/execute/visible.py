@@ -13,7 +13,7 @@ accepts, records the shares on the verdict, and rejects the task when one of the
 from __future__ import annotations
 
 from filters.base import Filter, Verdict
-from filters.execute.task_run import CHECK_ATOL, CHECK_RTOL, TASK_DTYPE, TaskRun
+from filters.execute.task_run import TaskRun
 from filters.execute.tensors import accepted_shares
 
 # A task is kept only if each cheap wrong answer fails the check on more than 1 - MAX_ACCEPTED_SHARE of its values.
@@ -27,14 +27,15 @@ class VisibleOutputCheck(Filter):
     reads = ("outputs",)
 
     def filter(self, run: TaskRun) -> Verdict:
-        shares = accepted_shares(run.outputs, CHECK_ATOL, CHECK_RTOL)
+        tolerance = run.tolerance
+        shares = accepted_shares(run.outputs, tolerance.atol, tolerance.rtol)
         metrics = {f"accept_{answer}_share": round(share, 6) for answer, share in shares.items()}
-        metrics.update(dtype=TASK_DTYPE, atol=CHECK_ATOL, rtol=CHECK_RTOL)   # the tolerance these shares are at
+        metrics.update(dtype=tolerance.dtype, atol=tolerance.atol, rtol=tolerance.rtol)   # the tolerance these shares are at
         answer = max(shares, key=shares.__getitem__)
         if shares[answer] >= MAX_ACCEPTED_SHARE:
             return Verdict.reject(
                 "degenerate_output",
-                f"visibility rule: {WRONG_ANSWERS[answer]} passes the check at atol=rtol={CHECK_ATOL} on "
+                f"visibility rule: {WRONG_ANSWERS[answer]} passes the check at {tolerance.text()} on "
                 f"{shares[answer]:.1%} of the output values over {len(run.outputs)} input draws "
                 f"(at most {MAX_ACCEPTED_SHARE:.0%} allowed)", **metrics)
         return Verdict.ok(**metrics)

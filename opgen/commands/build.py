@@ -6,7 +6,7 @@ import signal
 import sys
 
 from filters.dedup.chains import DEFAULT_MAX_PER_CHAIN
-from opgen.commands.composition_options import add_composition_options, add_focus_option
+from opgen.commands.composition_options import add_composition_options, add_dtype_option, add_focus_option
 from opgen.commands.machine_sizing import size_for_machine
 from opgen.commands.timing_options import add_timing_options, timing_options
 from opgen.errors import UsageError
@@ -51,6 +51,7 @@ def register(sub) -> None:
                         help="timing sandbox workers per GPU (default: a quarter of the cores per GPU, 1 to 8)")
     add_composition_options(parser)
     add_focus_option(parser)
+    add_dtype_option(parser)
     add_timing_options(parser, compile_option=False)
     parser.add_argument("--save-state", default=None, metavar="FILE",
                         help="keep the build's state in FILE (and FILE.*.N parts past 16 MiB), saved as it goes and "
@@ -85,7 +86,7 @@ def run(args) -> int:
                          trial_mode=timing.trial_mode, min_trials=timing.min_trials, precision=timing.precision,
                          planning=args.planning, max_per_chain=args.max_per_chain, composition=args.composition,
                          prior_weight=args.prior_weight, composition_prior=args.composition_prior,
-                         focus=tuple(args.focus))
+                         focus=tuple(args.focus), dtype=args.dtype)
     if args.save_state:
         require_writable(args.save_state, "--save-state")
     executor = make_executor(args.executor, sizing.workers)

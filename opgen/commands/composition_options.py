@@ -1,9 +1,10 @@
 """The composition options `opgen sample` and `opgen build` share: how the sampler draws each next operator, and
-which operators every candidate is built around (`--focus`)."""
+which operators every candidate is built around (`--focus`), and the tasks' precision (`--dtype`)."""
 
 from __future__ import annotations
 
 from opgen.sample.composition import COMPOSITIONS, DEFAULT_PRIOR_WEIGHT, Composition
+from opgen.taskcode.dtypes import DEFAULT_DTYPE, DTYPES
 
 
 def add_composition_options(parser) -> None:
@@ -20,6 +21,12 @@ def add_composition_options(parser) -> None:
 def composition_of(args) -> Composition:
     """The Composition the parsed options ask for; a bad value is one UsageError line."""
     return Composition(args.composition, args.prior_weight, args.composition_prior)
+
+
+def add_dtype_option(parser) -> None:
+    parser.add_argument("--dtype", choices=DTYPES, default=DEFAULT_DTYPE,
+                        help="the tasks' precision: inputs drawn in it and parameters cast to it (default fp32); the "
+                             "checks use its tolerance (opgen/taskcode/dtypes.py)")
 
 
 def add_focus_option(parser) -> None:

@@ -10,7 +10,12 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from opgen.commands.composition_options import add_composition_options, add_focus_option, composition_of
+from opgen.commands.composition_options import (
+    add_composition_options,
+    add_dtype_option,
+    add_focus_option,
+    composition_of,
+)
 from opgen.commands.vocab import add_vocab_plugin_option, load_or_fail
 from opgen.errors import UsageError
 from opgen.jsonl import require_writable
@@ -32,6 +37,7 @@ def register(sub) -> None:
     add_vocab_plugin_option(parser)
     add_composition_options(parser)
     add_focus_option(parser)
+    add_dtype_option(parser)
     parser.set_defaults(func=run)
 
 
@@ -39,10 +45,10 @@ def _sample_chunk(job: tuple) -> list[str]:
     from opgen.sample.sampler import sample_records
     from opgen.vocab import cached_vocabulary
 
-    seed, start, count, profile, plugins, composition, mix, focus = job
+    seed, start, count, profile, plugins, composition, mix, focus, dtype = job
     vocab = cached_vocabulary(plugins)
     return [json.dumps(record) for record in sample_records(seed, start, count, profile, vocab, mix=mix,
-                                                            composition=composition, focus=focus)]
+                                                            composition=composition, focus=focus, dtype=dtype)]
 
 
 def run(args) -> int:
@@ -58,7 +64,8 @@ def run(args) -> int:
         focus = resolve_focus(args.focus, vocab, args.vocab_plugin)
         mix = focused_mix(DEFAULT_MIX, vocab, focus)
         check_focus(focus, vocab, args.profile, composition, mix)
-    jobs = [(args.seed, start, min(CHUNK, args.start + args.n - start), args.profile, plugins, composition, mix, focus)
+    jobs = [(args.seed, start, min(CHUNK, args.start + args.n - start), args.profile, plugins, composition, mix, focus,
+             args.dtype)
             for start in range(args.start, args.start + args.n, CHUNK)]
     out = Path(args.out)
     require_writable(out)   # before any work

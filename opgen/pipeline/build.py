@@ -311,7 +311,7 @@ class Build:
         jobs = [(s["shard"], {"seed": config.seed, "start": s["start"], "count": s["count"],
                               "profile": config.profile, "source": s["source"], "plugins": plugins,
                               "mix": config.mix, "composition": composition,
-                              "focus": list(self.focus) or None})
+                              "focus": list(self.focus) or None, "dtype": config.dtype})
                 for s in plan["shards"] if self.rundir.done(self.rundir.shard_dir(s["shard"]), "static") is None]
 
         def on_result(shard: int, result: dict) -> None:

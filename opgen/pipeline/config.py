@@ -17,6 +17,7 @@ from filters.window import DEFAULT_WINDOW_MS
 from opgen.errors import UsageError
 from opgen.sample.composition import DEFAULT_PRIOR_WEIGHT, Composition
 from opgen.sample.sampler import DEFAULT_MIX
+from opgen.taskcode.dtypes import DEFAULT_DTYPE, DTYPES
 from opgen.vocab.prior import PRIOR_PATH
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -63,6 +64,7 @@ class BuildConfig:
     prior_weight: float = DEFAULT_PRIOR_WEIGHT
     composition_prior: str | None = None   # a mined prior file (opgen prior); None: the shipped one
     focus: tuple[str, ...] = ()  # operators, families or `plugins` every candidate is built around (`--focus`)
+    dtype: str = DEFAULT_DTYPE   # the tasks' precision (`--dtype`: fp32, bf16, fp16)
 
     def __post_init__(self) -> None:
         self.composition_rule()  # a bad --composition, --prior-weight or --composition-prior is a usage error
@@ -82,6 +84,8 @@ class BuildConfig:
             if not Path(path).is_file():
                 raise UsageError(f"vocabulary plugin not found: {path}")
         object.__setattr__(self, "focus", tuple(self.focus))
+        if self.dtype not in DTYPES:
+            raise UsageError(f"--dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
 
     def composition_rule(self) -> Composition:
         return Composition(self.composition, self.prior_weight, self.composition_prior)
@@ -114,6 +118,8 @@ class BuildConfig:
             data["focus"] = list(self.focus)
         else:   # an unfocused build's config reads as it did before there was a focus
             del data["focus"]
+        if self.dtype == DEFAULT_DTYPE:   # and an fp32 one as before there were precisions
+            del data["dtype"]
         return data
 
 

@@ -6,6 +6,7 @@ import time
 
 from filters.base import Funnel
 from opgen.pipeline.executors import Stage
+from opgen.taskcode.dtypes import DEFAULT_DTYPE
 
 # On CUDA the execute stage measures eager time roughly (host clock, several workers sharing the GPU); it
 # rejects only what lies this many times outside the window, and the timing stage applies the window exactly.
@@ -44,7 +45,8 @@ def _sample_and_screen(payload: dict) -> dict:
     composition = Composition(*payload["composition"]) if payload.get("composition") else Composition()
     candidates = sample_records(payload["seed"], payload["start"], payload["count"], payload["profile"],
                                 vocab=vocab, mix=payload.get("mix"), source=payload.get("source"),
-                                composition=composition, focus=payload.get("focus"))
+                                composition=composition, focus=payload.get("focus"),
+                                dtype=payload.get("dtype", DEFAULT_DTYPE))
     funnel = Funnel()
     verdicts = static_verdicts(candidates, funnel)
     return {"candidates": candidates, "verdicts": verdicts, "funnel": funnel.to_dict()}

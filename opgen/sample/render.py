@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import networkx as nx
 
+from opgen.taskcode.dtypes import DEFAULT_DTYPE, TORCH_SPELLING
 from opgen.vocab import Vocabulary
 from opgen.vocab.spec import Extra, OpSpec
 
@@ -51,15 +52,17 @@ def describe(phrases: list[str]) -> str:
     return f"Model that {phrases[0]}, then {', then '.join(phrases[1:-1])}, and finally {phrases[-1]}."
 
 
-def _tensor_factory(dims: list[str], dtype: str, high: object) -> str:
+def _tensor_factory(dims: list[str], dtype: str, high: object, precision: str = DEFAULT_DTYPE) -> str:
+    """The expression that draws one input; floating inputs in `precision` (fp32 is torch's default)."""
     shape = ", ".join(dims)
     if dtype == "long":
         return f"torch.randint(0, {high}, ({shape}{',' if len(dims) == 1 else ''}))"
+    cast = "" if precision == DEFAULT_DTYPE else f", dtype={TORCH_SPELLING[precision]}"
     if dtype == "positive":
-        return f"torch.rand({shape})"
-    if dtype == "prob":
-        return f"torch.softmax(torch.randn({shape}), dim=-1)"
-    return f"torch.randn({shape})"
+        return f"torch.rand({shape}{cast})"
+    if dtype == "prob":   # the softmax in fp32, then the cast: a distribution rounded once
+        return f"torch.softmax(torch.randn({shape}), dim=-1){f'.to({TORCH_SPELLING[precision]})' if cast else ''}"
+    return f"torch.randn({shape}{cast})"
 
 
 def op_nodes(graph: nx.DiGraph) -> list[str]:
@@ -68,7 +71,10 @@ def op_nodes(graph: nx.DiGraph) -> list[str]:
 
 
 def render(graph: nx.DiGraph, vocab: Vocabulary) -> str:
-    """The task source for a sampled graph."""
+    """The task source for a sampled graph, in the graph's precision (`dtype`, fp32 when absent): inputs drawn in
+    it, and the model's parameters and buffers cast to it at the end of `__init__`, so the file stays
+    self-contained KernelBench format."""
+    precision = graph.graph.get("dtype", DEFAULT_DTYPE)
     constants = _Constants()
     attrs = _Names({"forward", "training"})
     variables = _Names({"x", "self", "torch", "nn", "F", "math"})
@@ -150,6 +156,7 @@ def render(graph: nx.DiGraph, vocab: Vocabulary) -> str:
         f"    def __init__({signature}):",
         "        super(Model, self).__init__()",
         *(f"        {line}" for line in init_lines),
+        *([f"        self.to({TORCH_SPELLING[precision]})"] if precision != DEFAULT_DTYPE else []),
         "",
         f"    def forward({forward_args}):",
         *(f"        {line}" for line in forward_lines),
@@ -160,7 +167,7 @@ def render(graph: nx.DiGraph, vocab: Vocabulary) -> str:
         "",
         "",
         "def get_inputs():",
-        *(f"    {var} = {_tensor_factory(dims, dtype, high)}" for var, dims, dtype, high in inputs),
+        *(f"    {var} = {_tensor_factory(dims, dtype, high, precision)}" for var, dims, dtype, high in inputs),
         f"    return [{', '.join(var for var, *_ in inputs)}]",
         "",
         "",

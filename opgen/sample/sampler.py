@@ -18,6 +18,7 @@ from opgen.sample.analyze import AnalysisError, analyze_code
 from opgen.sample.composition import UNIFORM, Composition, draw_order
 from opgen.sample.fit import fit_to_gpu_window, rescale_batch
 from opgen.sample.render import op_nodes, render
+from opgen.taskcode.dtypes import DEFAULT_DTYPE
 from opgen.vocab import Vocabulary, cached_vocabulary
 from opgen.vocab.builders import default_input, place_op
 from opgen.vocab.families import families_of
@@ -195,7 +196,8 @@ def graph_from_json(text: str) -> nx.DiGraph:
 
 def sample_graph(seed: int, index: int, profile: str = "smoke", vocab: Vocabulary | None = None,
                  mix: dict[str, float] | None = None, source: str | None = None, retry: int = 0,
-                 composition: Composition = DEFAULT_COMPOSITION, focus: Sequence[str] | None = None) -> nx.DiGraph:
+                 composition: Composition = DEFAULT_COMPOSITION, focus: Sequence[str] | None = None,
+                 dtype: str = DEFAULT_DTYPE) -> nx.DiGraph:
     """The operator graph of candidate `index` (no rendering, no analysis; gpu sizes not yet fitted).
 
     `source` forces the data source (`torch#k` or `transformers`) instead of drawing it from `mix`;
@@ -217,17 +219,20 @@ def sample_graph(seed: int, index: int, profile: str = "smoke", vocab: Vocabular
     graph.graph.update(seed=seed, index=index, profile=profile, source=source, fit_seed=rng.random())
     if focus:
         graph.graph["focus"] = list(focus)
+    if dtype != DEFAULT_DTYPE:   # an fp32 graph reads as it did before there were precisions
+        graph.graph["dtype"] = dtype
     return graph
 
 
 def sample_one(seed: int, index: int, profile: str = "smoke", vocab: Vocabulary | None = None,
                mix: dict[str, float] | None = None, source: str | None = None,
-               composition: Composition = DEFAULT_COMPOSITION, focus: Sequence[str] | None = None) -> dict:
+               composition: Composition = DEFAULT_COMPOSITION, focus: Sequence[str] | None = None,
+               dtype: str = DEFAULT_DTYPE) -> dict:
     """Candidate `index` of the run with this seed: a record with the SPEC.md columns known before execution."""
     vocab = vocab or cached_vocabulary()
     fallback = None
     for retry in range(MAX_ANALYSIS_RETRIES):
-        graph = sample_graph(seed, index, profile, vocab, mix, source, retry, composition, focus)
+        graph = sample_graph(seed, index, profile, vocab, mix, source, retry, composition, focus, dtype)
         try:
             record = record_from_graph(graph, vocab, composition)
         except AnalysisError as error:  # an operator pairing the counter cannot run: draw a replacement
@@ -278,14 +283,16 @@ def record_from_graph(graph: nx.DiGraph, vocab: Vocabulary, composition: Composi
 
 def iter_records(seed: int, start: int, count: int, profile: str = "smoke", vocab: Vocabulary | None = None,
                  mix: dict[str, float] | None = None, source: str | None = None,
-                 composition: Composition = DEFAULT_COMPOSITION, focus: Sequence[str] | None = None) -> Iterator[dict]:
+                 composition: Composition = DEFAULT_COMPOSITION, focus: Sequence[str] | None = None,
+                 dtype: str = DEFAULT_DTYPE) -> Iterator[dict]:
     for index in range(start, start + count):
-        yield sample_one(seed, index, profile, vocab, mix, source, composition, focus)
+        yield sample_one(seed, index, profile, vocab, mix, source, composition, focus, dtype)
 
 
 def sample_records(seed: int, start: int, count: int, profile: str = "smoke", vocab: Vocabulary | None = None,
                    mix: dict[str, float] | None = None, source: str | None = None,
-                   composition: Composition = DEFAULT_COMPOSITION, focus: Sequence[str] | None = None) -> list[dict]:
+                   composition: Composition = DEFAULT_COMPOSITION, focus: Sequence[str] | None = None,
+                   dtype: str = DEFAULT_DTYPE) -> list[dict]:
     """Candidates `start .. start+count-1` of the run with this seed (all of `source` when given; each holding one
     of the `focus` operators when given)."""
-    return list(iter_records(seed, start, count, profile, vocab, mix, source, composition, focus))
+    return list(iter_records(seed, start, count, profile, vocab, mix, source, composition, focus, dtype))

@@ -25,7 +25,7 @@ def measure(payload: dict) -> dict:
     from filters.execute.eager import EagerCheck
     from filters.execute.finite import FiniteCheck
     from filters.execute.operator_work import OperatorWorkCheck
-    from filters.execute.task_run import CHECK_ATOL, CHECK_RTOL, TaskRun
+    from filters.execute.task_run import TaskRun
     from filters.execute.tensors import accepted_shares
     from opgen.sandbox.torch_state import isolated_torch_state
 
@@ -38,7 +38,7 @@ def measure(payload: dict) -> dict:
         degenerate = DegenerateCheck().filter(run)
         if len(run.outputs) != run.draws + 1:
             return {"status": degenerate.reason, "detail": (degenerate.detail or "")[:300]}
-        shares = accepted_shares(run.outputs, CHECK_ATOL, CHECK_RTOL)
+        shares = accepted_shares(run.outputs, run.tolerance.atol, run.tolerance.rtol)
         work = OperatorWorkCheck().filter(run)
     return {"status": "ok", "degenerate": degenerate.reason, "shares": shares, "operator_work": work.reason,
             "operator_work_detail": work.detail, "values": sum(t.numel() for t in run.outputs[0])}

@@ -1,0 +1,55 @@
+"""Tasks in bf16 and fp16: the rendering (inputs in the precision, parameters cast to it), the tolerance the
+checks take from the outputs' dtype, and a reduced-precision task that the visibility rule rejects."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from opgen.sample.sampler import sample_records
+from opgen.taskcode.dtypes import TOLERANCES, dtype_of, tolerance_of
+from tests.test_grader_proof import SOFTMAX, task, verdict
+
+
+def run_task(code: str) -> torch.Tensor:
+    namespace: dict = {}
+    exec(compile(code, "<task>", "exec"), namespace)
+    model = namespace["Model"](*namespace["get_init_inputs"]()).eval()
+    return model(*namespace["get_inputs"]())
+
+
+@pytest.mark.parametrize("dtype, spelling, torch_dtype", [("bf16", "torch.bfloat16", torch.bfloat16),
+                                                          ("fp16", "torch.float16", torch.float16)])
+def test_a_reduced_precision_task_draws_its_inputs_and_holds_its_parameters_in_it(dtype, spelling, torch_dtype):
+    fp32 = sample_records(0, 0, 6, "smoke")
+    reduced = sample_records(0, 0, 6, "smoke", dtype=dtype)
+    assert [r["ops"] for r in reduced] == [r["ops"] for r in fp32]     # the same chains, in another precision
+    assert all("dtype=" not in r["code"] and "self.to(" not in r["code"] for r in fp32)
+    for record in reduced:
+        assert f"self.to({spelling})" in record["code"] and f"dtype={spelling}" in record["code"]
+        assert record["id"] != fp32[reduced.index(record)]["id"]
+    record = next(r for r in reduced if "Conv" in " ".join(r["ops"]) or "Linear" in " ".join(r["ops"]))
+    namespace: dict = {}
+    exec(compile(record["code"], "<task>", "exec"), namespace)
+    model = namespace["Model"](*namespace["get_init_inputs"]())
+    assert {p.dtype for p in model.parameters()} == {torch_dtype}
+    if dtype == "bf16":   # half-precision kernels are not all on the CPU; bf16 ones are
+        assert run_task(record["code"]).dtype == torch_dtype
+
+
+def test_the_tolerance_follows_the_outputs_dtype():
+    assert dtype_of([torch.zeros(2, dtype=torch.long), torch.zeros(2, dtype=torch.bfloat16)]) == "bf16"
+    assert dtype_of([torch.zeros(2, dtype=torch.long)]) == "fp32"
+    assert tolerance_of([torch.zeros(2, dtype=torch.float16)]) is TOLERANCES["fp16"]
+    for tolerance in TOLERANCES.values():   # each names where its figures come from
+        assert tolerance.source and tolerance.repeat_rtol < tolerance.rtol
+    assert TOLERANCES["fp32"].text() == "atol=rtol=0.01"
+
+
+def test_the_visibility_rule_rejects_a_bf16_softmax_over_long_rows_at_the_bf16_tolerance():
+    code = task(SOFTMAX, "torch.randn(64, 1024, dtype=torch.bfloat16)")
+    result = verdict(code)
+    assert (result.reason, result.stages[-1][0]) == ("degenerate_output", "visible")
+    assert (result.metrics["dtype"], result.metrics["atol"], result.metrics["rtol"]) == ("bf16", 0.01, 0.01)
+    short = verdict(task(SOFTMAX, "torch.randn(64, 16, dtype=torch.bfloat16)"))
+    assert short.keep and short.metrics["dtype"] == "bf16"
