@@ -53,3 +53,27 @@ def test_the_visibility_rule_rejects_a_bf16_softmax_over_long_rows_at_the_bf16_t
     assert (result.metrics["dtype"], result.metrics["atol"], result.metrics["rtol"]) == ("bf16", 0.01, 0.01)
     short = verdict(task(SOFTMAX, "torch.randn(64, 16, dtype=torch.bfloat16)"))
     assert short.keep and short.metrics["dtype"] == "bf16"
+
+
+def test_the_probe_leaves_out_an_operator_without_a_kernel_in_the_precision(tmp_path, monkeypatch, capsys):
+    import json
+
+    from opgen.cli import main
+    from opgen.vocab import cached_vocabulary, dtype_support
+
+    support = tmp_path / "support.json"
+    assert main(["vocab", "--probe-dtypes", "bf16", "--device", "cpu", "--ops", "torch.cdist", "F.relu",
+                 "--out", str(support)]) == 0
+    found = json.loads(support.read_text())
+    assert list(found["bf16"]["unsupported"]) == ["torch.cdist"]          # the CPU has no bf16 cdist kernel
+    assert "BFloat16" in found["bf16"]["unsupported"]["torch.cdist"] and found["probe"]["device"] == "cpu"
+
+    monkeypatch.setattr(dtype_support, "SUPPORT_PATH", support)
+    dtype_support.vocabulary_for.cache_clear()
+    capsys.readouterr()
+    assert main(["vocab", "--dtype", "bf16", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert "torch.cdist" in listed["left_out"] and "torch.cdist" not in {op["name"] for op in listed["operators"]}
+    assert "torch.cdist" not in dtype_support.vocabulary_for(cached_vocabulary(), "bf16")
+    assert "torch.cdist" in dtype_support.vocabulary_for(cached_vocabulary(), "fp32")
+    dtype_support.vocabulary_for.cache_clear()

@@ -21,6 +21,7 @@ from opgen.sample.render import op_nodes, render
 from opgen.taskcode.dtypes import DEFAULT_DTYPE
 from opgen.vocab import Vocabulary, cached_vocabulary
 from opgen.vocab.builders import default_input, place_op
+from opgen.vocab.dtype_support import vocabulary_for
 from opgen.vocab.families import families_of
 from opgen.vocab.profiles import profile_sizes
 from opgen.vocab.spec import OpSpec, Shape, Sizes
@@ -205,7 +206,7 @@ def sample_graph(seed: int, index: int, profile: str = "smoke", vocab: Vocabular
     operator (default: the mined prior mixed with category-uniform exploration); `focus` (operator names) puts
     one of them in the chain (`focused_graph`; the mix should hold only sources they can make: `focus.focused_mix`).
     """
-    vocab = vocab or cached_vocabulary()
+    vocab = vocabulary_for(vocab or cached_vocabulary(), dtype)
     rng = random.Random(f"opgen:{seed}:{index}" + (f":{retry}" if retry else ""))
     drawn = draw_class(rng, mix or DEFAULT_MIX)
     source = source or drawn

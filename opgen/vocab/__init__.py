@@ -50,6 +50,13 @@ class Vocabulary:
     def __iter__(self):
         return iter(self.specs.values())
 
+    def without(self, names: Iterable[str]) -> Vocabulary:
+        """The same vocabulary less the named operators (already checked: no draw is run again)."""
+        left = Vocabulary(())
+        dropped = set(names)
+        left.specs = {name: spec for name, spec in self.specs.items() if name not in dropped}
+        return left
+
     @property
     def chain_ops(self) -> list[OpSpec]:
         """Operators that compose into torch chains."""
