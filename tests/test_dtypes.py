@@ -77,3 +77,29 @@ def test_the_probe_leaves_out_an_operator_without_a_kernel_in_the_precision(tmp_
     assert "torch.cdist" not in dtype_support.vocabulary_for(cached_vocabulary(), "bf16")
     assert "torch.cdist" in dtype_support.vocabulary_for(cached_vocabulary(), "fp32")
     dtype_support.vocabulary_for.cache_clear()
+
+
+@pytest.mark.heavy
+def test_builds_in_two_precisions_publish_as_configs_named_by_dtype(tmp_path_factory, tmp_path):
+    import datasets
+    from huggingface_hub import DatasetCard
+
+    from opgen.cli import main
+    from tests.conftest import run_cli
+    from tests.test_build import build_args, reference_build
+
+    fp32 = reference_build(tmp_path_factory)
+    bf16 = tmp_path / "bf16"
+    result = run_cli(*build_args(bf16), "--dtype", "bf16")
+    assert result.returncode == 0, result.stderr[-3000:]
+    folder = tmp_path / "dataset"
+    assert main(["publish", str(fp32), str(bf16), "--repo-id", "opgen/precisions", "--dry-run",
+                 "--out", str(folder)]) == 0
+    default = datasets.load_dataset(str(folder), split="train")
+    reduced = datasets.load_dataset(str(folder), "bf16", split="train")
+    assert set(default["dtype"]) == {"fp32"} and set(reduced["dtype"]) == {"bf16"}
+    assert all("dtype=torch.bfloat16" in code for code in reduced["code"])
+    assert sorted(datasets.load_dataset(str(folder), "fp32", split="train")["id"]) == sorted(default["id"])
+    card = DatasetCard.load(folder / "README.md")
+    assert [c["config_name"] for c in card.data.configs][:3] == ["default", "fp32", "bf16"]
+    assert "## Precisions" in card.text and "| `bf16` | bf16 |" in card.text

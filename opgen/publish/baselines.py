@@ -40,13 +40,13 @@ def kernelbench_timings(rows: list[dict], kind: str) -> dict:
     return {KB_LEVEL_KEY: entries}
 
 
-def write_kernelbench_files(rows: list[dict], folder: Path) -> list[Path]:
+def write_kernelbench_files(rows: list[dict], folder: Path, precision: str | None = None) -> list[Path]:
     """`<folder>/<GPU>_baseline_time_torch.json` and `..._torch_compile_inductor_default.json`, per GPU the rows
-    were timed on; none when nothing was timed."""
+    were timed on (`<GPU>_<precision>_...` for a precision config's rows); none when nothing was timed."""
     written = []
     for hardware in sorted({r["hardware"] for r in rows if r.get("hardware") and r.get("eager_ms_mean") is not None}):
         mine = [r for r in rows if r.get("hardware") == hardware]
-        prefix = re.sub(r"[^A-Za-z0-9]+", "_", hardware).strip("_")
+        prefix = re.sub(r"[^A-Za-z0-9]+", "_", hardware).strip("_") + (f"_{precision}" if precision else "")
         for kind, name in KB_FILES.items():
             path = folder / f"{prefix}_{name}"
             path.parent.mkdir(parents=True, exist_ok=True)

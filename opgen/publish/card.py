@@ -11,6 +11,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 from opgen.publish.family_mix import family_counts, pair_counts, prior_pair_share, share, task_families
 from opgen.records import COLUMN_DOCS
 from opgen.sample.focus import focus_counts
+from opgen.taskcode.dtypes import DEFAULT_DTYPE, TOLERANCES
 from opgen.vocab.prior import CompositionPrior, load_prior
 
 
@@ -206,11 +207,28 @@ def _composition_prior(config: dict) -> CompositionPrior | None:
         return None
 
 
+def precisions_section(default: tuple[str, list[dict], dict], parts: list[tuple[str, list[dict], dict]]) -> list[str]:
+    """One line per precision config: its rows, the tolerance its checks used, its candidates, its timings."""
+    lines = ["| config | dtype | tasks | candidates | checked at | median eager ms | median compile speed-up |",
+             "|---|---|---:|---:|---|---:|---:|"]
+    for index, (dtype, rows, stats) in enumerate([default, *parts]):
+        tolerance = TOLERANCES[dtype]
+        eager = [r["eager_ms"] for r in rows if r.get("eager_ms") is not None]
+        speedup = [r["compile_speedup"] for r in rows if r.get("compile_speedup") is not None]
+        lines.append(f"| `{'default' if index == 0 else dtype}` | {dtype} | {len(rows)} | {stats.get('candidates', 0)} "
+                     f"| {tolerance.text()} | {_median(eager)} | {_median(speedup)} |")
+    return [*lines, "", "The funnel, summary and plots below are the default config's. Each precision's tasks are "
+            "the same chains rendered in it, checked at its tolerance (" + "; ".join(
+                f"{t.dtype}: {t.source}" for t in TOLERANCES.values()) + ")."]
+
+
 def render_card(rows: list[dict], stats: dict, config: dict, repo_id: str, plots: dict[str, str],
                 plot_note: str | None, dataset_info: dict | None = None, extra_configs: list[dict] | None = None,
-                baselines: str = "", sources: list[dict] | None = None) -> DatasetCard:
+                baselines: str = "", sources: list[dict] | None = None,
+                precisions: list[tuple[str, list[dict], dict]] | None = None) -> DatasetCard:
     """The dataset card: Hub YAML header, then how the data was made, the funnel, summaries, plots, columns.
-    `sources` (rows merged from several builds) lists the builds; `config` is then the first one's."""
+    `sources` (rows merged from several builds) lists the builds; `config` is then the first one's;
+    `precisions` (dtype, rows, stats) are the configs of other precisions."""
     name = repo_id.rstrip("/").split("/")[-1]
     data = card_data(len(rows), name, dataset_info, extra_configs)
     reference = config.get("reference") or "ScalingIntelligence/KernelBench"
@@ -247,8 +265,11 @@ def render_card(rows: list[dict], stats: dict, config: dict, repo_id: str, plots
         f"a KernelBench level 1-3 task's or whose similarity to one is >= {stats.get('contamination_threshold', 0.65)} "
         f"are dropped (reference: `{reference}`).",
         f"4. **Sandboxed execution** on `{config['device']}` in worker processes with time and memory limits: eager, "
-        "`torch.compile` (compiled output within atol=rtol=1e-2 of eager), determinism, finite outputs, "
-        "non-degenerate outputs (not constant, not the same for different inputs).",
+        f"`torch.compile` (compiled output within {TOLERANCES[config.get('dtype', DEFAULT_DTYPE)].text()} of eager), "
+        "determinism, finite outputs, non-degenerate outputs (not constant, not the same for different inputs), "
+        "visible outputs (all zeros, a constant or another input draw's output pass the check on at most 90% of the "
+        "output values: the `accept_*_share` columns) and operators that all do work (each one made the identity "
+        "changes the output beyond the check's tolerance).",
         "5. **Timing** (CUDA builds only): CUDA-event medians with L2 flush, plus profiler device time as the "
         f"CUDA-Agent environment measures it; eager time must lie in {config['runtime_window_ms'][0]:g}-"
         f"{config['runtime_window_ms'][1]:g} ms.",
@@ -256,6 +277,8 @@ def render_card(rows: list[dict], stats: dict, config: dict, repo_id: str, plots
         "the target mix (largest remainder); the dataset is the first survivors by sample index per source.", "",
         *(["## Sources", "", *sources_section(sources), ""] if sources else []),
         *(["## Focus", "", *focus, ""] if focus else []),
+        *(["## Precisions", "", *precisions_section((config.get("dtype", DEFAULT_DTYPE), rows, stats), precisions),
+           ""] if precisions else []),
         "## Funnel", "", *_funnel_section(stats), "",
         "## Summary", "", *_summary_section(rows, stats), "",
         "## Timing provenance", "", *_provenance_section(rows), "",
@@ -270,7 +293,9 @@ def render_card(rows: list[dict], stats: dict, config: dict, repo_id: str, plots
     body += ["## Columns", "", "| column | meaning |", "|---|---|"]
     body += [f"| `{column}` | {note} |" for column, note in COLUMN_DOCS.items()]
     body += ["", "## Loading", "", "```python", "import datasets", "",
-             f"tasks = datasets.load_dataset({repo_id!r}, split=\"train\")", "```", "",
+             f"tasks = datasets.load_dataset({repo_id!r}, split=\"train\")",
+             *(f"tasks_{dtype} = datasets.load_dataset({repo_id!r}, {dtype!r}, split=\"train\")"
+               for dtype, _, _ in precisions or []), "```", "",
              "## License", "", "MIT. KernelBench (MIT) is used only as the decontamination reference; none of its "
              "problems are included.", ""]
     return DatasetCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(body))

@@ -23,8 +23,19 @@ from opgen.publish.card import dataset_info_yaml, render_card
 from opgen.publish.plots import write_plots
 from opgen.publish.upload import REPO_ID, copy_to_folder, is_local_target, upload_folder
 from opgen.records import DATASET_SCHEMA
+from opgen.taskcode.dtypes import DEFAULT_DTYPE
 
 ROWS_PER_SHARD = 50_000
+
+
+@dataclass
+class PrecisionPart:
+    """The rows of one more precision, published beside the default config's as config `<dtype>`."""
+
+    dtype: str
+    table: pa.Table
+    stats: dict
+    config: dict
 
 
 @dataclass
@@ -66,26 +77,45 @@ def write_dataset_folder(run_dir: str | os.PathLike, repo_id: str, out: str | os
     return write_table_folder(table, stats, config, repo_id, Path(out) if out else run_dir / "dataset", rows_per_shard)
 
 
-def write_table_folder(table: pa.Table, stats: dict, config: dict, repo_id: str, folder: Path,
-                       rows_per_shard: int = ROWS_PER_SHARD, sources: list[dict] | None = None) -> tuple[Path, int]:
-    """The dataset folder of `table` (DATASET_SCHEMA) with the card of `stats` and `config`; `sources`, for rows
-    merged from several builds, lists them (see opgen/pipeline/merge.py)."""
-    rows = table.to_pylist()
-    staging = folder.with_name(folder.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
-    (staging / "data").mkdir(parents=True)
+def _write_shards(table: pa.Table, folder: Path, rows_per_shard: int) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
     shards = max(1, math.ceil(table.num_rows / rows_per_shard))
     for k in range(shards):
         part = table.slice(k * rows_per_shard, rows_per_shard)
-        pq.write_table(part, staging / "data" / f"train-{k:05d}-of-{shards:05d}.parquet")
+        pq.write_table(part, folder / f"train-{k:05d}-of-{shards:05d}.parquet")
+
+
+def precision_configs(config: dict, parts: list[PrecisionPart]) -> list[dict]:
+    """The card's configs of the precisions: each part's `data/<dtype>/`, and the default's under its own dtype."""
+    default_dtype = config.get("dtype", DEFAULT_DTYPE)
+    return [{"config_name": default_dtype, "data_files": [{"split": "train", "path": "data/train-*"}]},
+            *({"config_name": part.dtype, "data_files": [{"split": "train", "path": f"data/{part.dtype}/train-*"}]}
+              for part in parts)]
+
+
+def write_table_folder(table: pa.Table, stats: dict, config: dict, repo_id: str, folder: Path,
+                       rows_per_shard: int = ROWS_PER_SHARD, sources: list[dict] | None = None,
+                       precisions: list[PrecisionPart] | None = None) -> tuple[Path, int]:
+    """The dataset folder of `table` (DATASET_SCHEMA) with the card of `stats` and `config`; `sources`, for rows
+    merged from several builds, lists them (see opgen/pipeline/merge.py); `precisions`, the rows of other
+    precisions, each a config named by its dtype (data/<dtype>/)."""
+    rows = table.to_pylist()
+    precisions = precisions or []
+    staging = folder.with_name(folder.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    _write_shards(table, staging / "data", rows_per_shard)
+    for part in precisions:
+        _write_shards(part.table, staging / "data" / part.dtype, rows_per_shard)
+        write_kernelbench_files(part.table.to_pylist(), staging / BASELINES_DIR, precision=part.dtype)
     keep_retimed_baselines(folder, staging)
     write_kernelbench_files(rows, staging / BASELINES_DIR)
     plots, note = write_plots(rows, config.get("mix") or {}, staging)
     download_size = sum(f.stat().st_size for f in (staging / "data").glob("*.parquet"))
     info = dataset_info_yaml(table, download_size)
     section = baselines_section(staging, sorted({r["hardware"] for r in rows if r.get("eager_ms") is not None}))
-    render_card(rows, stats, config, repo_id, plots, note, info, baseline_configs(staging),
-                section, sources).save(staging / "README.md")
+    extra = (precision_configs(config, precisions) if precisions else []) + baseline_configs(staging)
+    render_card(rows, stats, config, repo_id, plots, note, info, extra, section, sources,
+                [(part.dtype, part.table.to_pylist(), part.stats) for part in precisions]).save(staging / "README.md")
     if folder.exists():
         shutil.rmtree(folder)
     staging.rename(folder)
@@ -119,9 +149,11 @@ def _card_id(repo_id: str) -> str:
 
 def publish_table(table: pa.Table, stats: dict, config: dict, folder: Path, repo_id: str, *,
                   sources: list[dict] | None = None, private: bool = False, dry_run: bool = False,
-                  token: str | None = None) -> PublishResult:
-    """`publish` for rows that are not one build's `tasks.parquet` (rows merged from several builds)."""
-    folder, rows = write_table_folder(table, stats, config, _card_id(repo_id), folder, sources=sources)
+                  token: str | None = None, precisions: list[PrecisionPart] | None = None) -> PublishResult:
+    """`publish` for rows that are not one build's `tasks.parquet` (rows merged from several builds, several
+    precisions)."""
+    folder, rows = write_table_folder(table, stats, config, _card_id(repo_id), folder, sources=sources,
+                                      precisions=precisions)
     return deliver(folder, rows, repo_id, private=private, dry_run=dry_run, token=token)
 
 
