@@ -16,6 +16,9 @@ def register(sub) -> None:
     parser.add_argument("--out", default=None, help="where a Hub dataset is downloaded (default data/retime/ORG__NAME)")
     parser.add_argument("--name", default=None, help="config suffix (default: the GPU's name, e.g. nvidia-h200)")
     parser.add_argument("--limit", type=int, default=None, help="time only the first N tasks")
+    parser.add_argument("--config", default="default",
+                        help="the dataset config to time (default: default; a precision config such as bf16 gives "
+                             "baseline-<gpu>-bf16)")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per task (default 600)")
     parser.add_argument("--workers-per-gpu", type=int, default=None, help="timing sandbox workers per GPU")
     parser.add_argument("--push", action="store_true", help="upload the updated dataset to its Hub repository")
@@ -37,7 +40,7 @@ def run(args) -> int:
         raise UsageError(f"--name must be letters, digits and dashes, got {args.name!r}")
     folder, config, rows = retime(args.dataset, options, out=args.out, name=args.name, limit=args.limit,
                                   timeout_s=args.timeout, workers_per_gpu=args.workers_per_gpu, push=args.push,
-                                  token=args.token, progress=not args.no_progress)
+                                  token=args.token, progress=not args.no_progress, config=args.config)
     print(f"timed {rows} tasks: config {config} in {folder}")
     print(f"load it: datasets.load_dataset({str(folder)!r}, {config!r}, split='train')")
     return 0

@@ -45,13 +45,14 @@ def resolve_dataset(dataset: str, out: str | None) -> tuple[Path, str | None]:
 TASK_FIELDS = ("id", "code", "flops", "bytes_moved")
 
 
-def load_tasks(folder: Path, fields: tuple[str, ...] = TASK_FIELDS, fresh: bool = False) -> list[dict]:
-    """The dataset's tasks (default config, train split), read with `datasets` as a consumer would: `fields` of
-    each row (absent columns read as None); `fresh` reads the files again instead of a cache of them."""
+def load_tasks(folder: Path, fields: tuple[str, ...] = TASK_FIELDS, fresh: bool = False,
+               config: str = "default") -> list[dict]:
+    """The dataset's tasks (`config`, train split), read with `datasets` as a consumer would: `fields` of each row
+    (absent columns read as None); `fresh` reads the files again instead of a cache of them."""
     import datasets
 
     try:
-        rows = datasets.load_dataset(str(folder), "default", split="train",
+        rows = datasets.load_dataset(str(folder), config, split="train",
                                      download_mode="force_redownload" if fresh else None)
     except Exception as error:
         raise UsageError(f"cannot load {folder} with datasets ({type(error).__name__}: {error})") from None
@@ -60,15 +61,18 @@ def load_tasks(folder: Path, fields: tuple[str, ...] = TASK_FIELDS, fresh: bool 
 
 def retime(dataset: str, options: TimingOptions, *, out: str | None = None, name: str | None = None,
            limit: int | None = None, timeout_s: float = 600.0, workers_per_gpu: int | None = None,
-           push: bool = False, token: str | None = None, progress: bool = True) -> tuple[Path, str, int]:
-    """Time every task of `dataset` and write config `baseline-<gpu>`; returns (folder, config name, rows)."""
+           push: bool = False, token: str | None = None, progress: bool = True,
+           config: str = "default") -> tuple[Path, str, int]:
+    """Time every task of `dataset`'s `config` and write config `baseline-<gpu>` (`baseline-<gpu>-<config>` for a
+    precision config such as bf16); returns (folder, config name, rows)."""
     folder, hub_id = resolve_dataset(dataset, out)
-    tasks = load_tasks(folder)[:limit]
+    tasks = load_tasks(folder, config=config)[:limit]
     if not tasks:
         raise UsageError(f"{folder} holds no task")
-    log_path = folder / BASELINES_DIR / ".retime.jsonl"
+    log_path = folder / BASELINES_DIR / (".retime.jsonl" if config == "default" else f".retime-{config}.jsonl")
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    identity = inputs_identity(tasks, command="retime", timeout=timeout_s, **dataclasses.asdict(options))
+    identity = inputs_identity(tasks, command="retime", timeout=timeout_s, config=config,
+                               **dataclasses.asdict(options))
     chunk_log = ChunkLog(log_path, identity)
 
     def time_chunk(chunk: list[dict]) -> tuple[list[dict], None]:
@@ -79,7 +83,7 @@ def retime(dataset: str, options: TimingOptions, *, out: str | None = None, name
     if reused:
         print(f"retime: resumed {reused} of {len(tasks)} timings", file=sys.stderr)
     hardware = next((r["hardware"] for r in timed if r.get("hardware")), None) or options.device
-    slug = name or gpu_slug(hardware)
+    slug = (name or gpu_slug(hardware)) + ("" if config == "default" else f"-{config}")
     write_baseline_config(timed, folder, slug)
     chunk_log.finish()
     add_config_to_card(folder)
