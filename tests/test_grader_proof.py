@@ -147,3 +147,29 @@ def test_the_sampled_batch_norm_statistics_make_it_do_work():
     result = verdict(task("        x = self.bn(x)\n        return torch.tanh(x)", "torch.randn(4, 8, 6, 6)",
                           BATCH_NORM.format(statistics=SAMPLED_STATISTICS)))
     assert result.keep, (result.reason, result.detail)
+
+
+def test_gpu_sizing_keeps_softmax_rows_and_cosine_widths_the_check_can_see():
+    import json
+
+    from opgen.sample.sampler import sample_records
+    from opgen.vocab import cached_vocabulary
+    from opgen.vocab.builders import place_op
+    from opgen.vocab.ops_activation import SOFTMAX_MAX_ROW
+    from opgen.vocab.ops_loss import COSINE_MAX_WIDTH
+    from opgen.vocab.profiles import profile_sizes
+
+    softmax = cached_vocabulary()["nn.Softmax"]
+    sizes = profile_sizes("gpu")
+    assert place_op(softmax, (8, 64, 128), {"dim": 2}, sizes) is not None
+    assert place_op(softmax, (8, 64, 4096), {"dim": 2}, sizes) is None      # grown past the row the check sees
+    seen = 0
+    for record in sample_records(0, 0, 150, "gpu"):
+        for node in json.loads(record["graph"])["nodes"]:
+            op, shape = node.get("op", ""), node.get("in_shape")
+            if op in ("nn.Softmax", "F.softmax", "torch.softmax", "nn.Softmin"):
+                seen += 1
+                assert shape[node["params"]["dim"]] <= SOFTMAX_MAX_ROW, record["id"]
+            if "cosine" in op.lower() or "CosineSimilarity" in op:
+                assert shape[node["params"]["dim"]] <= COSINE_MAX_WIDTH, record["id"]
+    assert seen >= 3

@@ -92,7 +92,10 @@ def fits_numel(shape: Shape, sizes: Sizes) -> bool:
 
 def place_op(spec: OpSpec, shape: Shape, params: dict, sizes: Sizes) -> tuple[Shape, list[dict]] | None:
     """The output shape and extra inputs (as graph-node dicts) of `spec` with these parameters on an input of
-    `shape`, or None when a tensor would exceed the profile's size limit."""
+    `shape`, or None when a tensor would exceed the profile's size limit or the operator does not accept the shape
+    (`OpSpec.accepts`)."""
+    if spec.accepts is not None and not spec.accepts(tuple(shape), params):
+        return None
     out = tuple(spec.out_shape(shape, params))
     if not fits_numel(out, sizes):
         return None

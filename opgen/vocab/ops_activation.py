@@ -25,6 +25,10 @@ def _draw_softmax_dim(rng: random.Random, shape: Shape, sizes: Sizes) -> Params 
     return {"dim": rng.choice(dims)} if dims else None
 
 
+def _short_rows(shape: Shape, params: Params) -> bool:
+    return shape[params["dim"]] <= SOFTMAX_MAX_ROW
+
+
 def _draw_glu_dim(rng: random.Random, shape: Shape, sizes: Sizes) -> Params | None:
     dims = [d for d in range(1, len(shape)) if shape[d] % 2 == 0]
     return {"dim": rng.choice(dims)} if dims else None
@@ -65,14 +69,19 @@ def _dim_draw(name: str):
     return _draw_log_softmax_dim if "log" in name.lower() else _draw_softmax_dim
 
 
+def _dim_accepts(name: str):
+    return None if "log" in name.lower() else _short_rows
+
+
 def _dim_module(name: str, phrase: str, attr: str) -> OpSpec:
     return OpSpec(name=f"nn.{name}", category="activation", phrase=phrase, ranks=DimRanks, draw=_dim_draw(name),
+                  accepts=_dim_accepts(name),
                   module=f"nn.{name}(dim={{dim}})", attr=attr)
 
 
 def _dim_function(name: str, phrase: str) -> OpSpec:
     return OpSpec(name=name, category="activation", phrase=phrase, ranks=DimRanks, draw=_dim_draw(name),
-                  call=f"{name}({{x}}, dim={{dim}})")
+                  accepts=_dim_accepts(name), call=f"{name}({{x}}, dim={{dim}})")
 
 
 MODULES: list[OpSpec] = [
@@ -111,7 +120,8 @@ MODULES: list[OpSpec] = [
     _dim_module("LogSoftmax", "applies log-softmax along a dimension", "log_softmax"),
     _dim_module("Softmin", "applies softmin along a dimension", "softmin"),
     OpSpec(name="nn.Softmax2d", category="activation", phrase="applies softmax over channels at each location",
-           ranks=(4,), draw=lambda r, s, z: {} if 1 < s[1] <= SOFTMAX_MAX_ROW else None, module="nn.Softmax2d()", attr="softmax2d",
+           ranks=(4,), draw=lambda r, s, z: {} if 1 < s[1] <= SOFTMAX_MAX_ROW else None,
+           accepts=lambda s, p: s[1] <= SOFTMAX_MAX_ROW, module="nn.Softmax2d()", attr="softmax2d",
            family="softmax"),
 ]
 

@@ -27,6 +27,19 @@ def _pick(**options):
     return draw
 
 
+# A target distribution over D classes (a softmax over the last dimension) averages 1/D: past 128 classes the
+# per-element KL terms are nearly all below the check's atol, and all zeros pass (as for a softmax's output).
+KL_MAX_CLASSES = 128
+
+
+def _draw_kl(rng: random.Random, shape: Shape, sizes: Sizes) -> Params | None:
+    return {"reduction": REDUCTION} if 1 < shape[-1] <= KL_MAX_CLASSES else None
+
+
+def _few_classes(shape: Shape, params: Params) -> bool:
+    return shape[-1] <= KL_MAX_CLASSES
+
+
 def _target(dtype: str = "float"):
     def extras(shape: Shape, params: Params) -> list[Extra]:
         return [Extra("target", tuple(shape), dtype=dtype)]
@@ -62,11 +75,11 @@ def _per_target(shape: Shape, params: Params) -> Shape:
 
 
 def _loss(name: str, phrase: str, *, module: str | None = None, call: str | None = None, draw=_draw_reduction,
-          extras=None, ranks=_RANKS, family: str = "", out_shape=None) -> OpSpec:
+          extras=None, ranks=_RANKS, family: str = "", out_shape=None, accepts=None) -> OpSpec:
     fields = {"module": module, "call": call or "{self}({x}, {target})", "attr": "loss_fn"} if module else {"call": call}
     return OpSpec(name=name, category="loss", phrase=phrase, ranks=ranks, draw=draw,
                   out_shape=out_shape or (lambda s, p: tuple(s)), extras=extras or _target(), last_only=True,
-                  family=family, **fields)
+                  family=family, accepts=accepts, **fields)
 
 
 def _triplet_extras(shape: Shape, params: Params) -> list[Extra]:
@@ -81,7 +94,8 @@ LOSSES: list[OpSpec] = [
     _loss("nn.HuberLoss", "computes the Huber loss against a target",
           module="nn.HuberLoss(reduction={reduction}, delta={delta})", draw=_pick(delta=(1.0, 0.5, 2.0))),
     _loss("nn.KLDivLoss", "computes the KL divergence from a target distribution", ranks=(2, 3),
-          module="nn.KLDivLoss(reduction={reduction})", extras=_target("prob"), family="kl_div"),
+          module="nn.KLDivLoss(reduction={reduction})", extras=_target("prob"), family="kl_div", draw=_draw_kl,
+          accepts=_few_classes),
     _loss("nn.CrossEntropyLoss", "computes the cross-entropy against class targets", draw=_draw_ce,
           module="nn.CrossEntropyLoss(reduction={reduction}, label_smoothing={label_smoothing})",
           extras=_class_target, family="cross_entropy", out_shape=_per_target),
@@ -117,7 +131,8 @@ LOSSES: list[OpSpec] = [
     _loss("F.poisson_nll_loss", "computes the Poisson negative log-likelihood with log-rate input",
           call="F.poisson_nll_loss({x}, {target}, log_input=True, reduction={reduction})", extras=_target("positive")),
     _loss("F.kl_div", "computes the KL divergence from a target distribution", ranks=(2, 3),
-          call="F.kl_div({x}, {target}, reduction={reduction})", extras=_target("prob")),
+          call="F.kl_div({x}, {target}, reduction={reduction})", extras=_target("prob"), draw=_draw_kl,
+          accepts=_few_classes),
 ]
 
 
@@ -131,6 +146,10 @@ def _draw_cosine_dim(rng: random.Random, shape: Shape, sizes: Sizes) -> Params |
     return {"dim": rng.choice(dims)} if dims else None
 
 
+def _narrow(shape: Shape, params: Params) -> bool:
+    return shape[params["dim"]] <= COSINE_MAX_WIDTH
+
+
 def _other(shape: Shape, params: Params) -> list[Extra]:
     return [Extra("y", tuple(shape))]
 
@@ -141,10 +160,10 @@ def _draw_cdist(rng: random.Random, shape: Shape, sizes: Sizes) -> Params:
 
 DISTANCES: list[OpSpec] = [
     OpSpec(name="nn.CosineSimilarity", category="distance", phrase="computes cosine similarity with a second input",
-           ranks=_RANKS, draw=_draw_cosine_dim, out_shape=lambda s, p: tuple(d for i, d in enumerate(s) if i != p["dim"]),
+           ranks=_RANKS, draw=_draw_cosine_dim, accepts=_narrow, out_shape=lambda s, p: tuple(d for i, d in enumerate(s) if i != p["dim"]),
            module="nn.CosineSimilarity(dim={dim})", call="{self}({x}, {y})", extras=_other, attr="cosine"),
     OpSpec(name="F.cosine_similarity", category="distance", phrase="computes cosine similarity with a second input",
-           ranks=_RANKS, draw=_draw_cosine_dim, out_shape=lambda s, p: tuple(d for i, d in enumerate(s) if i != p["dim"]),
+           ranks=_RANKS, draw=_draw_cosine_dim, accepts=_narrow, out_shape=lambda s, p: tuple(d for i, d in enumerate(s) if i != p["dim"]),
            call="F.cosine_similarity({x}, {y}, dim={dim})", extras=_other),
     OpSpec(name="nn.PairwiseDistance", category="distance",
            phrase="computes the p-norm distance to a second input along the last dimension", ranks=(2, 3),

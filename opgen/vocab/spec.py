@@ -72,6 +72,7 @@ DrawFn = Callable[[random.Random, Shape, Sizes], "Params | None"]
 ShapeFn = Callable[[Shape, Params], Shape]
 ExtrasFn = Callable[[Shape, Params], "list[Extra]"]
 InputFn = Callable[[random.Random, Sizes], "tuple[Shape, tuple[str, ...]]"]
+AcceptsFn = Callable[[Shape, Params], bool]
 
 
 def _no_params(rng: random.Random, shape: Shape, sizes: Sizes) -> Params:
@@ -96,7 +97,9 @@ class OpSpec:
     template uses it); any other parameter is written as a literal. By convention dim 0 of every tensor is
     the batch dimension and parameters never depend on it, so a profile can rescale the batch afterwards.
     `family` is the canonical operator family that synonyms share (`nn.ReLU`, `F.relu`, `torch.relu` -> `relu`);
-    left empty it is derived from the name (`default_family`).
+    left empty it is derived from the name (`default_family`). `accepts`, when given, says whether the operator
+    with its drawn parameters still makes a task worth having on an input of another shape (a softmax's row no
+    longer than the check can see): the gpu profile's sizing, which grows inputs after the draw, keeps to it.
     """
 
     name: str
@@ -119,6 +122,7 @@ class OpSpec:
     helpers: tuple[tuple[str, str], ...] = ()
     setup: tuple[str, ...] = ()
     family: str = ""
+    accepts: AcceptsFn | None = None
     defined_in: str = field(default="opgen", compare=False)
 
     def __post_init__(self) -> None:
@@ -172,6 +176,8 @@ def check_spec(spec: OpSpec) -> None:
         fail("extras", "must be callable or None")
     if spec.make_input is not None and not callable(spec.make_input):
         fail("make_input", "must be callable or None")
+    if spec.accepts is not None and not callable(spec.accepts):
+        fail("accepts", "must be callable or None")
     if spec.module is not None and not isinstance(spec.module, str):
         fail("module", "must be a construction template string or None")
     if not isinstance(spec.call, str) or "{x}" not in spec.call:
