@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -14,28 +15,8 @@ from opgen.pipeline.check import agreement, draw_rows
 from opgen.publish.folder import publish
 from tests.test_build import reference_build
 
-RELU_AFTER_DISTANCE = '''import torch
-import torch.nn as nn
-import torch.nn.functional as F
-
-
-class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, x, y):
-        x = F.pairwise_distance(x, y)
-        x = F.relu(x)
-        return x
-
-
-def get_inputs():
-    return [torch.randn(64, 32), torch.randn(64, 32)]
-
-
-def get_init_inputs():
-    return []
-'''
+# a real task the every-operator rule rejects (a ReLU after a distance, which is never negative)
+RELU_AFTER_DISTANCE = (Path(__file__).parent / "bad_tasks" / "trivial__relu_after_distance.py").read_text()
 
 
 @pytest.mark.heavy
