@@ -105,5 +105,6 @@ def test_builds_in_two_precisions_publish_as_configs_named_by_dtype(tmp_path_fac
     assert "## Precisions" in card.text and "| `bf16` | bf16 |" in card.text
     assert main(["retime", str(folder), "--device", "cpu", "--config", "bf16", "--name", "ci-cpu", "--trials", "2",
                  "--warmups", "0", "--no-compile", "--no-progress"]) == 0
+    assert main(["check", str(folder), "--config", "bf16", "--device", "cpu", "--sample", "2", "--no-progress"]) == 0
     timed = datasets.load_dataset(str(folder), "baseline-ci-cpu-bf16", split="train")
     assert sorted(timed["id"]) == sorted(reduced["id"]) and all(ms > 0 for ms in timed["eager_ms"])

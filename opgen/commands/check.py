@@ -20,6 +20,7 @@ def register(sub) -> None:
     parser.add_argument("dataset", metavar="DATASET", help="a dataset folder (opgen publish) or a Hub id ORG/NAME")
     parser.add_argument("--sample", type=int, default=300, help="rows drawn at random (default 300; 0: all)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the draw (default 0)")
+    parser.add_argument("--config", default="default", help="the dataset config to check (a precision: bf16, fp16)")
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     parser.add_argument("--workers", type=int, default=None, help="sandbox workers (default: sized as for build)")
     parser.add_argument("--timing-workers", type=int, default=None, help="timing workers per GPU")
@@ -51,7 +52,8 @@ def run(args) -> int:
     report = check_dataset(args.dataset, sample=args.sample or None, seed=args.seed, device=args.device,
                            workers=sizing.workers, timing_workers=sizing.timing_workers,
                            memory_mb=sizing.memory_mb or None, timeout_s=args.timeout,
-                           time_tolerance=args.time_tolerance, out=args.download_to, progress=not args.no_progress)
+                           time_tolerance=args.time_tolerance, out=args.download_to, progress=not args.no_progress,
+                           config=args.config)
     if args.report:
         with open(args.report, "w", encoding="utf-8") as handle:
             json.dump(report.as_dict(), handle, indent=1)

@@ -62,10 +62,12 @@ def agreement(pairs: list[tuple[float, float]], tolerance: float) -> dict:
 
 def check_dataset(dataset: str, *, sample: int | None = 300, seed: int = 0, device: str = "cuda", workers: int = 2,
                   timing_workers: int | None = None, memory_mb: int | None = 4096, timeout_s: float = 300.0,
-                  time_tolerance: float = 0.25, out: str | None = None, progress: bool = True) -> CheckReport:
-    """Check `sample` rows of a dataset folder or Hub id; see the module docstring."""
+                  time_tolerance: float = 0.25, out: str | None = None, progress: bool = True,
+                  config: str = "default") -> CheckReport:
+    """Check `sample` rows of a dataset folder or Hub id (its `config`: a precision such as bf16); see the module
+    docstring."""
     folder, _ = resolve_dataset(dataset, out)
-    rows = load_tasks(Path(folder), CHECK_FIELDS, fresh=True)   # the files as they are now
+    rows = load_tasks(Path(folder), CHECK_FIELDS, fresh=True, config=config)   # the files as they are now
     if not rows:
         raise UsageError(f"{folder} holds no task")
     drawn = draw_rows(rows, sample, seed)
