@@ -61,9 +61,9 @@ def run(args) -> int:
     for failure in report.failures:
         print(f"  {failure['id']}: {failure['reason']}: {(failure['detail'] or '')[:200]}")
     timing = report.timing
-    if timing and timing.get("tasks"):
+    if timing and "median_ratio" in timing:
         print(f"eager time, recorded/now: median {timing['median_ratio']:.3f} (p10 {timing['p10_ratio']:.3f}, "
-              f"p90 {timing['p90_ratio']:.3f}), log-correlation {timing.get('log_correlation', float('nan')):.4f}; "
+              f"p90 {timing['p90_ratio']:.3f}), log-correlation {timing['log_correlation']:.4f}; "
               f"{timing['outside']} of {timing['tasks']} beyond ±{timing['tolerance']:.0%}")
         if timing["outside"]:
             print(f"warning: {timing['outside']} eager times disagree with the recorded ones", file=sys.stderr)

@@ -7,10 +7,11 @@ from dataclasses import dataclass
 
 import psutil
 
+from opgen.sandbox.gpus import MAX_WORKERS_PER_GPU
+
 # On one H200 with 16 cores, 12 sandbox workers beside 4 timing workers gave the fastest builds measured
 # (docs/benchmarks.md, GPU build); the default of half the cores for timing left compiles short of CPU.
 CORES_PER_TIMING_WORKER = 4
-MAX_TIMING_WORKERS_PER_GPU = 8
 # A limit per worker, not a reservation: workers seldom peak together, and gpu-size tasks hold their
 # tensors on the GPU, so a ninth of the host's memory each (at most 14,000 MB) leaves room for the rest.
 MEMORY_SHARE = 9
@@ -32,14 +33,13 @@ class Sizing:
 def size_for_machine(device: str, gpu_count: int, workers: int | None, timing_workers: int | None,
                      memory_mb: int | None) -> Sizing:
     """Fill the options left out (None) from the cores, the GPUs and the host memory; given options stay."""
+    if device != "cuda":
+        return Sizing(CPU_WORKERS if workers is None else workers, timing_workers,
+                      CPU_MEMORY_MB if memory_mb is None else memory_mb, "")
     cores = os.cpu_count() or 2
     total_mb = psutil.virtual_memory().total // (1 << 20)
-    if device != "cuda":
-        chosen = Sizing(CPU_WORKERS if workers is None else workers, timing_workers,
-                        CPU_MEMORY_MB if memory_mb is None else memory_mb, "")
-        return chosen
     gpus = max(1, gpu_count)
-    per_gpu = max(1, min(MAX_TIMING_WORKERS_PER_GPU, cores // gpus // CORES_PER_TIMING_WORKER))
+    per_gpu = max(1, min(MAX_WORKERS_PER_GPU, cores // gpus // CORES_PER_TIMING_WORKER))
     timing = per_gpu if timing_workers is None else timing_workers
     sandbox = max(2, cores - timing * gpus) if workers is None else workers
     limit = min(MEMORY_MB_RANGE[1], max(MEMORY_MB_RANGE[0], total_mb // MEMORY_SHARE)) if memory_mb is None \

@@ -61,14 +61,13 @@ def _rows_of(run_dirs: list[str], reference: str | None):
 
 
 def run(args) -> int:
-    groups = _group_by_dtype(args.run_dir)
     if len(args.run_dir) == 1:
         result = publish(args.run_dir[0], args.repo_id, private=args.private, dry_run=args.dry_run, out=args.out,
                          token=args.token)
     else:
         from opgen.publish.folder import PrecisionPart, publish_table
 
-        (dtype, first), *others = groups.items()
+        (dtype, first), *others = _group_by_dtype(args.run_dir).items()
         table, stats, config, sources = _rows_of(first, args.reference)
         precisions = []
         for other_dtype, run_dirs in others:

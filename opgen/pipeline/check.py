@@ -10,15 +10,14 @@ import math
 import random
 import statistics
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from filters.validate import validate_records
-from filters.window import DEFAULT_WINDOW_MS
+from filters.window import Window
 from opgen.errors import UsageError
 from opgen.pipeline.retime import load_tasks, resolve_dataset
 from opgen.timing.driver import TimingOptions, time_records
 
-CHECK_FIELDS = ("id", "code", "flops", "bytes_moved", "eager_ms", "precision")
+CHECK_FIELDS = ("id", "code", "flops", "bytes_moved", "eager_ms")
 
 
 @dataclass
@@ -45,19 +44,21 @@ def draw_rows(rows: list[dict], sample: int | None, seed: int) -> list[dict]:
     return [rows[i] for i in chosen]
 
 
+def ratio_summary(pairs: list[tuple[float, float]]) -> dict:
+    """Two timings of the same tasks, (a, b) each: the median and p10-p90 of a/b and the correlation of their
+    logarithms (from 2 pairs on; `tasks` alone below that)."""
+    if len(pairs) < 2:
+        return {"tasks": len(pairs)}
+    ratios = sorted(a / b for a, b in pairs)
+    return {"tasks": len(pairs), "median_ratio": statistics.median(ratios), "p10_ratio": ratios[len(ratios) // 10],
+            "p90_ratio": ratios[(9 * len(ratios)) // 10],
+            "log_correlation": statistics.correlation([math.log(a) for a, _ in pairs], [math.log(b) for _, b in pairs])}
+
+
 def agreement(pairs: list[tuple[float, float]], tolerance: float) -> dict:
-    """Median and spread of recorded/new eager times, their log-correlation, and the rows beyond `tolerance`."""
-    ratios = sorted(recorded / new for recorded, new in pairs)
-    summary = {"tasks": len(pairs), "tolerance": tolerance}
-    if not pairs:
-        return summary
-    summary.update(median_ratio=statistics.median(ratios), p10_ratio=ratios[len(ratios) // 10],
-                   p90_ratio=ratios[(9 * len(ratios)) // 10],
-                   outside=sum(abs(math.log(r)) > math.log(1 + tolerance) for r in ratios))
-    if len(pairs) >= 3:
-        summary["log_correlation"] = statistics.correlation([math.log(a) for a, _ in pairs],
-                                                            [math.log(b) for _, b in pairs])
-    return summary
+    """`ratio_summary` of recorded/new eager times, and how many rows differ by more than `tolerance`."""
+    outside = sum(abs(math.log(recorded / new)) > math.log(1 + tolerance) for recorded, new in pairs)
+    return {**ratio_summary(pairs), "tolerance": tolerance, "outside": outside}
 
 
 def check_dataset(dataset: str, *, sample: int | None = 300, seed: int = 0, device: str = "cuda", workers: int = 2,
@@ -67,7 +68,7 @@ def check_dataset(dataset: str, *, sample: int | None = 300, seed: int = 0, devi
     """Check `sample` rows of a dataset folder or Hub id (its `config`: a precision such as bf16); see the module
     docstring."""
     folder, _ = resolve_dataset(dataset, out)
-    rows = load_tasks(Path(folder), CHECK_FIELDS, fresh=True, config=config)   # the files as they are now
+    rows = load_tasks(folder, CHECK_FIELDS, fresh=True, config=config)   # the files as they are now
     if not rows:
         raise UsageError(f"{folder} holds no task")
     drawn = draw_rows(rows, sample, seed)
@@ -91,9 +92,8 @@ def check_dataset(dataset: str, *, sample: int | None = 300, seed: int = 0, devi
             if new is None:
                 report.failures.append({"id": row["id"], "reason": "timing_error",
                                         "detail": timed.get(row["id"], {}).get("timing_error")})
-            elif not DEFAULT_WINDOW_MS[0] <= new <= DEFAULT_WINDOW_MS[1]:
-                report.failures.append({"id": row["id"], "reason": "runtime_out_of_range",
-                                        "detail": f"eager {new:.3f} ms, outside {DEFAULT_WINDOW_MS} ms"})
+            elif not (in_window := Window().verdict(new)).keep:
+                report.failures.append({"id": row["id"], "reason": in_window.reason, "detail": in_window.detail})
             if new and row.get("eager_ms"):
                 pairs.append((row["eager_ms"], new))
         report.tasks.append(entry)

@@ -24,6 +24,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from opgen.pipeline.check import ratio_summary as summary  # noqa: E402
 from opgen.pipeline.report import kept_by_key  # noqa: E402
 from opgen.pipeline.rundir import RunDir  # noqa: E402
 
@@ -54,16 +55,6 @@ def time_task(code: str, trials: int = 30, warmups: int = 5) -> float:
     del model, inputs, flush
     torch.cuda.empty_cache()
     return statistics.median(samples)
-
-
-def summary(pairs: list[tuple[float, float]]) -> dict:
-    ratios = sorted(a / b for a, b in pairs)
-    if len(pairs) < 2:
-        return {"tasks": len(pairs)}
-    logs_a, logs_b = [math.log(a) for a, _ in pairs], [math.log(b) for _, b in pairs]
-    return {"tasks": len(pairs), "median_ratio": statistics.median(ratios),
-            "p10_ratio": ratios[len(ratios) // 10], "p90_ratio": ratios[(9 * len(ratios)) // 10],
-            "log_correlation": statistics.correlation(logs_a, logs_b)}
 
 
 def read_rows(path: str) -> list[dict]:
