@@ -1,28 +1,90 @@
 #!/usr/bin/env bash
-# One call of a long dataset build on a GPU machine that may be fresh and may be stopped at any moment: restore
-# the state carried from the last call, build until BUILD_S seconds, and leave the state in $OUT for the next call;
-# once the build is complete, publish it into $OUT/$NAME. Run from the repository root:
-#   OUT=$OUT N=6000 NAME=opgen-ops-6k BUILD_S=540 bash scripts/gpu/dataset.sh      # carry .devdata .whl .devstate
-# Between calls, on the machine that holds the repository: cp FILES_AT/$NAME.state* .devstate/  (the state is one
-# file, with FILE.*.N parts past 16 MiB). The build command is the README's, with no tuning flags.
+# One call of a long dataset build on a lent GPU machine that may be fresh and may be stopped at any moment. Run
+# from the repository root, carrying .devdata .whl .devstate; between calls, on the machine that holds the
+# repository: cp FILES_AT/$NAME.state* .devstate/ (one file, with FILE.*.N parts past 16 MiB). The build command is
+# the README's, with no tuning flags.
+#
+#   MODE=once (default): restore the carried state, build in the foreground until BUILD_S seconds, leave the state in
+#     $OUT. For machines that keep nothing between calls.
+#       OUT=$OUT N=6000 NAME=opgen-ops-6k BUILD_S=540 bash scripts/gpu/dataset.sh
+#   MODE=hold: one build runs in the background across calls on a machine held warm (the next call made within its
+#     idle time): start it if none runs here (restoring the carried state), wait up to WAIT_S seconds, copy its latest
+#     whole state into $OUT. No machine start-up or first task paid again per call.
+#       OUT=$OUT MODE=hold WAIT_S=560 bash scripts/gpu/dataset.sh
+#   MODE=stop: end the background build (SIGTERM: it saves its state on the way out) and copy the state.
+#
+# Whichever call finds the build complete publishes it and leaves the folder as $OUT/$NAME.tar.gz.
 set -u
 export PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore HF_HUB_OFFLINE=1
 OUT=${OUT:-/tmp/opgen-device}; N=${N:-6000}; SEED=${SEED:-0}; NAME=${NAME:-opgen-ops-6k}; BUILD_S=${BUILD_S:-540}
-RUN=data/$NAME-run
-mkdir -p "$OUT"
+MODE=${MODE:-once}; WAIT_S=${WAIT_S:-560}; DEVICE=${DEVICE:-cuda}; PROFILE=${PROFILE:-gpu}
+RUN=${RUN:-data/$NAME-run}
+HOLD=/tmp/opgen-hold-$NAME          # the background build's state file, log, pid and exit status
+mkdir -p "$OUT" "$HOLD"
 source scripts/gpu/env.sh
-machine_facts "$OUT/machine.txt" > /dev/null
-RESUME=()
-[ -f ".devstate/$NAME.state" ] && RESUME=(--resume-from ".devstate/$NAME.state")
-timeout -s TERM "$BUILD_S" python3 -m opgen build --n "$N" --seed "$SEED" --out "$RUN" --device cuda --profile gpu \
-    --reference .devdata/problems.jsonl --no-progress --save-state "$OUT/$NAME.state" "${RESUME[@]}" \
-    > "$OUT/build.log" 2>&1
-status=$?
-tail -n 30 "$OUT/build.log"
-cp "$RUN/logs/build.log" "$OUT/run.log" 2>/dev/null
-if [ "$status" -eq 0 ] && [ -f "$RUN/tasks.parquet" ]; then
-  python3 -m opgen publish "$RUN" --repo-id "opgen/$NAME" --dry-run --out "$OUT/$NAME" > "$OUT/publish.log" 2>&1
-  tail -n 5 "$OUT/publish.log"
-  cp "$RUN/stats.json" "$OUT/"
-fi
-echo "build exit $status; state: $(ls -l "$OUT/$NAME".state* 2>/dev/null | awk '{s += $5} END {print s}') bytes"
+[ "$DEVICE" = cuda ] && machine_facts "$OUT/machine.txt" > /dev/null
+
+build_args() {  # the README's command; $1: the state file it saves
+  local resume=()
+  [ -f ".devstate/$NAME.state" ] && resume=(--resume-from ".devstate/$NAME.state")
+  echo --n "$N" --seed "$SEED" --out "$RUN" --device "$DEVICE" --profile "$PROFILE" \
+    --reference .devdata/problems.jsonl --no-progress --save-state "$1" "${resume[@]}"
+}
+
+copy_state() {  # $1: the state file; its latest whole save into $OUT (a save under way: copy again)
+  for _ in 1 2 3 4 5 6; do
+    rm -f "$OUT/$NAME".state*
+    cp "$1" "$OUT/$NAME.state" 2>/dev/null && cp "$1".*.* "$OUT/" 2>/dev/null
+    python3 -c "import sys; from opgen.pipeline.state import read_state; read_state(sys.argv[1])" \
+      "$OUT/$NAME.state" 2>/dev/null && return 0
+    sleep 2
+  done
+  echo "no whole state could be copied from $1"
+  return 1
+}
+
+publish_if_complete() {  # $1: the build's exit status
+  if [ "$1" -eq 0 ] && [ -f "$RUN/tasks.parquet" ]; then
+    rm -rf "/tmp/$NAME" && python3 -m opgen publish "$RUN" --repo-id "opgen/$NAME" --dry-run --out "/tmp/$NAME" \
+      > "$OUT/publish.log" 2>&1
+    tail -n 5 "$OUT/publish.log"
+    tar -czf "$OUT/$NAME.tar.gz" -C /tmp "$NAME" && cp "$RUN/stats.json" "$OUT/"
+  fi
+}
+
+running() { [ -f "$HOLD/pid" ] && kill -0 "$(cat "$HOLD/pid")" 2>/dev/null; }
+
+case "$MODE" in
+  once)
+    # shellcheck disable=SC2046
+    timeout -s TERM "$BUILD_S" python3 -m opgen build $(build_args "$OUT/$NAME.state") > "$OUT/build.log" 2>&1
+    status=$?
+    tail -n 30 "$OUT/build.log"
+    cp "$RUN/logs/build.log" "$OUT/run.log" 2>/dev/null
+    publish_if_complete "$status"
+    ;;
+  hold|stop)
+    if [ "$MODE" = hold ] && ! running && [ ! -f "$HOLD/exit" ]; then
+      echo "starting the build in the background"
+      # shellcheck disable=SC2046
+      setsid nohup bash -c "python3 -m opgen build $(build_args "$HOLD/$NAME.state") > '$HOLD/build.log' 2>&1;
+                            echo \$? > '$HOLD/exit'" > /dev/null 2>&1 &
+      echo $! > "$HOLD/pid"
+    fi
+    if [ "$MODE" = stop ] && running; then
+      pkill -TERM -f "^python3 -m opgen build .*--save-state $HOLD/$NAME.state"
+      WAIT_S=120
+    fi
+    deadline=$((SECONDS + WAIT_S))
+    while running && [ ! -f "$HOLD/exit" ] && [ "$SECONDS" -lt "$deadline" ]; do sleep 5; done
+    tail -n 12 "$HOLD/build.log"
+    cp "$HOLD/build.log" "$OUT/build.log"; cp "$RUN/logs/build.log" "$OUT/run.log" 2>/dev/null
+    copy_state "$HOLD/$NAME.state"
+    status=$(cat "$HOLD/exit" 2>/dev/null || echo running)
+    echo "build: $status"
+    [ "$status" != running ] && publish_if_complete "$status"
+    ;;
+  *) echo "MODE must be once, hold or stop, not $MODE"; exit 2 ;;
+esac
+[ "$MODE" = once ] && echo "build exit $status"
+echo "state: $(ls -l "$OUT/$NAME".state* 2>/dev/null | awk '{s += $5} END {print s}') bytes"
