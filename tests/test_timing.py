@@ -217,3 +217,28 @@ def test_time_cli_cuda_without_gpu_is_a_usage_error(tmp_path):
     (tmp_path / "linear.py").write_text(LINEAR_TASK)
     done = _opgen("time", "--input", str(tmp_path), "--out", str(tmp_path / "o.jsonl"))
     assert done.returncode == 2 and "no CUDA device" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.heavy
+def test_a_run_holding_the_gpu_alone_reads_its_profiles_after_giving_it_back(tmp_path, monkeypatch):
+    """Reading a profile builds its events in Python: a locked run does it once the exclusive hold is over, and the
+    device times it records are those of the profiled calls all the same."""
+    from opgen.sandbox import gpus
+    from opgen.timing import trials
+    from opgen.timing.measure import measure_task
+
+    lock = str(tmp_path / "gpu.lock")
+    held_while_reading = []
+    read = trials._profiled_total_us
+
+    def reading(prof, device):
+        held_while_reading.append(dict(gpus._held()))
+        return read(prof, device)
+
+    monkeypatch.setattr(trials, "_profiled_total_us", reading)
+    result = measure_task({"code": LINEAR_TASK, "id": "linear", "device": "cpu", "trials": 3, "warmups": 2,
+                           "trial_mode": "fixed", "gpu_lock": lock})
+    assert result["timing_status"] == "ok", result["timing_error"]
+    assert result["eager_device_us"] > 0 and result["compile_device_us"] > 0
+    assert len(held_while_reading) == 2 and all(lock not in held for held in held_while_reading)
+    assert result["profile_read_s"] >= 0 and result["timed_s"] > 0

@@ -18,6 +18,8 @@ from opgen.timing.trials import (
     SETTLE_WARMUPS,
     TrialPlan,
     flush_bytes,
+    profile_calls,
+    profiled_time_us,
     profiler_time_us,
     summarize,
     synchronize,
@@ -109,14 +111,23 @@ def measure_task(payload: dict) -> dict:
                 result["gpu_free_gb"] = torch.cuda.mem_get_info()[0] / 2**30
             # Holding the GPU alone, events and profiler can only disagree through the task's own host time.
             retimes = 0 if lock else MAX_RETIMES
+            unread: dict[str, tuple] = {}   # prefix -> (fn, profile): read once the GPU is given back
             stage = "eager"
-            result.update(_prefixed("eager", _time_both_methods(torch, model, inputs, device, timed_plan, retimes)))
+            result.update(_prefixed("eager", _time_both_methods(torch, model, inputs, device, timed_plan, retimes,
+                                                                unread, "eager")))
             skip = _outside(payload.get("compile_window_ms"), result["eager_ms"])
             if compiled is not None and skip is None:
                 stage = "compile"
                 result.update(_prefixed("compile", _time_both_methods(torch, compiled, inputs, device, timed_plan,
-                                                                      retimes)))
+                                                                      retimes, unread, "compile")))
             result["timed_s"] = time.perf_counter() - locked
+        stage = "profile"
+        reading = time.perf_counter()
+        with torch.no_grad():
+            for prefix, (fn, prof) in unread.items():
+                result[f"{prefix}_device_us"] = profiled_time_us(torch, fn, inputs, device, prof,
+                                                                 alone=lambda: gpu_lock(lock))
+        result["profile_read_s"] = time.perf_counter() - reading
     except Exception as error:
         result.update(timing_status="error", timing_error=f"{stage}: {describe(error)}")
         return result
@@ -155,13 +166,18 @@ def _outside(window_ms: list[float] | None, eager_ms: float | None) -> str | Non
 
 
 def _time_both_methods(torch, fn: Callable, inputs: list, device: str, plan: TrialPlan,
-                       max_retimes: int = MAX_RETIMES) -> dict:
+                       max_retimes: int = MAX_RETIMES, unread: dict | None = None, prefix: str = "") -> dict:
     """Per-trial timings (CUDA events with an L2 flush, or the host clock on CPU) and the profiler time.
 
     When the events median and the profiler's summed kernel time disagree by more than
     METHOD_DISAGREEMENT (other GPU work overlapped the run), the task is timed again, keeping the
-    best-agreeing attempt.
+    best-agreeing attempt. With no re-time allowed (a run holding the GPU alone) and `unread` given, the profile
+    is left there under `prefix`, with its callable, to be read after the hold (`device_us` None until then).
     """
+    if max_retimes == 0 and unread is not None:
+        stats = summarize(trial_times_ms(torch, fn, inputs, device, plan))
+        unread[prefix] = (fn, profile_calls(torch, fn, inputs, device))
+        return {**stats, "device_us": None, "retimes": 0}
     best: dict | None = None
     for attempt in range(1 + (max_retimes if device == "cuda" else 0)):
         stats = summarize(trial_times_ms(torch, fn, inputs, device, plan))

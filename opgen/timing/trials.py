@@ -8,6 +8,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 PROFILER_WARMUPS = 5  # the CUDA-Agent environment's profiler method: 5 warm-ups, 10 iterations
@@ -112,26 +113,46 @@ def profiler_time_us(torch, fn: Callable, inputs: list, device: str) -> float:
 
     On CPU the same path runs with the CPU activity and sums the ops' self CPU time.
     """
-    from torch.profiler import ProfilerActivity
+    return profiled_time_us(torch, fn, inputs, device, profile_calls(torch, fn, inputs, device))
 
-    for _ in range(PROFILER_WARMUPS):
+
+def profile_calls(torch, fn: Callable, inputs: list, device: str, warmups: int = PROFILER_WARMUPS,
+                  with_cpu: bool = False):
+    """`warmups` calls, then PROFILER_ITERS calls under the profiler, waited for: the profile, not yet read.
+
+    Reading it (`profiled_time_us`) builds the events in Python, host work of no use to hold the GPU for, so a
+    timed run reads it after giving the GPU back."""
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(warmups):
         fn(*inputs)
     synchronize(torch)
     activities = [ProfilerActivity.CUDA] if device == "cuda" else [ProfilerActivity.CPU]
-    total = _profiled_total_us(torch, fn, inputs, activities, device)
-    if device == "cuda" and total == 0:  # no device events without the CPU activity on this build: add it
-        total = _profiled_total_us(torch, fn, inputs, [ProfilerActivity.CPU, *activities], device)
-    return total / PROFILER_ITERS
-
-
-def _profiled_total_us(torch, fn: Callable, inputs: list, activities: list, device: str) -> float:
-    from torch.autograd import DeviceType
-    from torch.profiler import profile
-
+    if with_cpu and device == "cuda":
+        activities.insert(0, ProfilerActivity.CPU)
     with profile(activities=activities) as prof:
         for _ in range(PROFILER_ITERS):
             fn(*inputs)
         synchronize(torch)
+    return prof
+
+
+def profiled_time_us(torch, fn: Callable, inputs: list, device: str, prof,
+                     alone: Callable[[], AbstractContextManager] = nullcontext) -> float:
+    """The summed device time per call (µs) of a profile from `profile_calls`. A CUDA profile with no device
+    events (builds that record them only beside the CPU activity) is taken again with it, inside `alone()` (the
+    GPU held alone, as for any timed call)."""
+    total = _profiled_total_us(prof, device)
+    if device == "cuda" and total == 0:
+        with alone():
+            prof = profile_calls(torch, fn, inputs, device, warmups=0, with_cpu=True)
+        total = _profiled_total_us(prof, device)
+    return total / PROFILER_ITERS
+
+
+def _profiled_total_us(prof, device: str) -> float:
+    from torch.autograd import DeviceType
+
     events = prof.events()
     if device == "cuda":
         return sum(e.device_time_total for e in events if e.device_type == DeviceType.CUDA)
