@@ -133,13 +133,18 @@ def test_a_build_moved_between_run_folders_ends_as_an_uninterrupted_one(tmp_path
     assert len([n for n in restored if n.endswith(".done")]) == 7
     for name, (data, _) in _finished(first).items():   # what the first folder finished came over unchanged
         assert restored[name][0] == data, name
-    result = run_cli(*build_args(tmp_path / "third"), "--resume-from", str(saved), "--save-state", str(saved))
+    # (saving beside the build: compressed in a thread while the driver goes on, a last save in the driver at the end)
+    result = run_cli(*build_args(tmp_path / "third"), "--resume-from", str(saved), "--save-state", str(saved),
+                     env={STATE_INTERVAL_ENV: "0.01"})
     assert result.returncode == 0, result.stderr[-3000:]
     third = tmp_path / "third"
+    header, _ = state.read_state(saved)
+    assert header["markers"] == len(list(third.glob("*/*/*.done")))
     assert dataset_rows(third) == dataset_rows(reference)
     after = _finished(third)
     for name, (data, mtime) in restored.items():   # no finished stage redone: markers and data as restored
         assert after[name][0] == data and after[name][1] // 10**9 == mtime // 10**9, name
     log = (third / "logs" / "build.log").read_text()
     assert "restored 7 finished stages" in log
+    assert "compressed beside the build" in log
     assert json.loads((third / "stats.json").read_text())["tasks"] == 4

@@ -125,3 +125,16 @@ def test_execute_checks_asked_to_stop_return_nothing():
     stop = threading.Event()
     stop.set()
     assert validate.execute_verdicts(records, workers=1, timeout_s=60, memory_mb=None, stop=stop) is None
+
+
+def test_the_timing_stage_runs_one_lane_per_timing_worker_each_asking_for_one_worker():
+    from opgen.pipeline.stages import TIMING, timing_lanes
+
+    stage, job_workers = timing_lanes(4)
+    executor = LocalExecutor(12)   # the execute workers: no say in the timing lanes
+    try:
+        assert executor.lanes(stage) == 4 and job_workers == 1 and stage.name == TIMING.name
+        assert timing_lanes(1) == (TIMING, 1) and timing_lanes(None) == (TIMING, None)
+        assert executor.lanes(TIMING) == 1
+    finally:
+        executor.close()

@@ -171,6 +171,60 @@ def test_reused_timing_pools_keep_their_workers_across_calls():
         timing._SHARED_POOLS.close_except(set())
 
 
+def test_timing_lanes_keep_a_pool_each_side_by_side():
+    """Two lanes timing at once in one process: each its own kept pool, and neither stops the other's."""
+    import threading
+
+    from opgen.timing import driver as timing
+
+    records = [{"id": "linear", "code": LINEAR_TASK}]
+    results: dict[int, list] = {}
+
+    def lane(number: int) -> None:
+        results[number] = time_records(records, device="cpu", trials=2, warmups=0, with_compile=False,
+                                       progress=False, reuse_pools=True, lane=number)
+
+    try:
+        threads = [threading.Thread(target=lane, args=(n,)) for n in (0, 1)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=300)
+        assert sorted(key[0] for key in timing._SHARED_POOLS.keys()) == [0, 1]
+        assert all(results[n][0]["eager_ms"] > 0 for n in (0, 1))
+        pools = timing._SHARED_POOLS.values()
+        lane(0)   # lane 0 again: lane 1's pool is still there, its workers alive
+        assert timing._SHARED_POOLS.values() == pools
+        assert all(w.proc.poll() is None for pool in pools for w in pool._pool)
+    finally:
+        timing._SHARED_POOLS.close_except(set())
+
+
+def test_untimed_warm_ups_take_as_many_calls_a_hold_as_fit_in_a_short_hold(tmp_path, monkeypatch):
+    """A call per hold of the GPU's lock made short tasks queue for it once a call; a slow task still gives the lock
+    up after every call."""
+    import contextlib
+    import time
+
+    from opgen.timing import measure
+
+    holds = []
+
+    @contextlib.contextmanager
+    def counting_lock(path, shared=False):
+        holds.append(shared)
+        yield
+
+    monkeypatch.setattr(measure, "gpu_lock", counting_lock)
+    calls = []
+    measure._warm_up_in_short_holds(torch, lambda x: calls.append(x), [1], 8, str(tmp_path / "gpu.lock"))
+    assert len(calls) == 8 and holds == [True, True]   # the first call alone, then the other 7 in one hold
+    holds.clear()
+    slow = measure.WARMUP_HOLD_MS / 1e3 * 1.5
+    measure._warm_up_in_short_holds(torch, lambda x: time.sleep(slow), [1], 3, str(tmp_path / "gpu.lock"))
+    assert holds == [True, True, True]
+
+
 def test_timing_asked_to_stop_returns_nothing_and_times_no_more():
     import threading
 

@@ -35,7 +35,8 @@ class Stage:
     `own_workers`: the stage starts its own sandboxed worker processes (validation, timing), so the local
     executor runs its jobs in driver threads instead of in its process pool: one at a time, or, for a stage
     with `lane_workers`, in parallel lanes of that many sandbox workers each, every lane taking the next
-    job as soon as it is free (a shard's slowest candidate then idles only its own lane's workers).
+    job as soon as it is free (a shard's slowest candidate then idles only its own lane's workers); `lanes`
+    fixes their number instead (the timing stage: one lane per timing worker).
     """
 
     name: str
@@ -44,6 +45,7 @@ class Stage:
     num_gpus: float = 0.0
     own_workers: bool = False
     lane_workers: int = 0
+    lanes: int = 0
 
 
 Job = tuple[object, dict]   # (key, payload)
@@ -129,7 +131,9 @@ class LocalExecutor:
         return any(lanes.stop(future) for lanes in self._lanes.values())
 
     def lanes(self, stage: Stage) -> int:
-        """Parallel lanes of an own-worker stage: workers // lane_workers for a laned stage, else one."""
+        """Parallel lanes of an own-worker stage: its fixed `lanes`, or workers // lane_workers, else one."""
+        if stage.own_workers and stage.lanes:
+            return stage.lanes
         if not stage.own_workers or not stage.lane_workers:
             return 1
         return max(1, self.workers // stage.lane_workers)

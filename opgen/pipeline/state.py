@@ -22,6 +22,7 @@ import os
 import re
 import tarfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from opgen.errors import UsageError
@@ -65,20 +66,40 @@ def state_members(root: Path) -> list[str]:
 
 def save_state(run_dir: str | Path, file: str | Path) -> dict:
     """Write the state of the build in `run_dir` to `file` (and parts); returns its summary: bytes, parts, markers."""
-    root, file = Path(run_dir), Path(file)
-    members = state_members(root)
+    return write_state(snapshot_state(run_dir), file)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The run folder's files a state holds, read at one moment: (name, bytes, mtime) each, and the config."""
+
+    files: list[tuple[str, bytes, int]]
+    config: dict
+
+
+def snapshot_state(run_dir: str | Path) -> Snapshot:
+    """Read what a save needs from the run folder (a fraction of a second): the driver does this, and the slow part,
+    `write_state`'s compression, can then run beside the build."""
+    root = Path(run_dir)
+    files = [(name, (root / name).read_bytes(), int((root / name).stat().st_mtime)) for name in state_members(root)]
+    return Snapshot(files, json.loads((root / "config.json").read_text(encoding="utf-8")))
+
+
+def write_state(snapshot: Snapshot, file: str | Path) -> dict:
+    """Compress `snapshot` into `file` (and parts); returns its summary: bytes, parts, markers, files."""
+    file = Path(file)
+    members = [name for name, _, _ in snapshot.files]
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:xz", preset=XZ_PRESET) as tar:
-        for name in members:
-            data = (root / name).read_bytes()
+        for name, data, mtime in snapshot.files:
             info = tarfile.TarInfo(name)
-            info.size, info.mtime, info.mode = len(data), int((root / name).stat().st_mtime), 0o644
+            info.size, info.mtime, info.mode = len(data), mtime, 0o644
             tar.addfile(info, io.BytesIO(data))
     payload = buffer.getvalue()
     sha = hashlib.sha256(payload).hexdigest()
     chunks = [payload[i:i + PART_BYTES] for i in range(0, len(payload), PART_BYTES)] or [b""]
     header = {"format": FORMAT, "opgen_version": __version__,
-              "config": json.loads((root / "config.json").read_text(encoding="utf-8")),
+              "config": snapshot.config,
               "payload_bytes": len(payload), "payload_sha256": sha, "parts": len(chunks),
               "files": len(members), "markers": sum(1 for m in members if m.endswith(".done")),
               "saved_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}

@@ -380,6 +380,10 @@ class KeptPools:
     def __len__(self) -> int:
         return len(self._pools)
 
+    def keys(self) -> list[tuple]:
+        with self._lock:
+            return list(self._pools)
+
     def values(self) -> list[SandboxPool]:
         with self._lock:
             return list(self._pools.values())

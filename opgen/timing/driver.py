@@ -32,18 +32,18 @@ FN_PATH = "opgen.timing.measure:measure_task"
 _SHARED_POOLS = KeptPools()
 
 
-def _pool(workers: int, timeout_s: float, memory_mb: int | None, env: dict[str, str], reuse: bool):
-    """A sandbox pool for one GPU: a fresh one, or (reuse) one kept for the life of this process."""
+def _pool(workers: int, timeout_s: float, memory_mb: int | None, env: dict[str, str], reuse: bool, lane: int):
+    """A sandbox pool for one GPU: a fresh one, or (reuse) one kept for the life of this process, one per lane."""
     def make() -> SandboxPool:
         return SandboxPool(workers=workers, timeout_s=timeout_s, memory_mb=memory_mb, env=env)
 
     if not reuse:
         return make()
-    return contextlib.nullcontext(_SHARED_POOLS.get(_pool_key(workers, timeout_s, memory_mb, env), make))
+    return contextlib.nullcontext(_SHARED_POOLS.get(_pool_key(workers, timeout_s, memory_mb, env, lane), make))
 
 
-def _pool_key(workers: int, timeout_s: float, memory_mb: int | None, env: dict[str, str]) -> tuple:
-    return workers, float(timeout_s), memory_mb, tuple(sorted(env.items()))
+def _pool_key(workers: int, timeout_s: float, memory_mb: int | None, env: dict[str, str], lane: int) -> tuple:
+    return lane, workers, float(timeout_s), memory_mb, tuple(sorted(env.items()))
 
 
 @dataclass(frozen=True)
@@ -79,11 +79,12 @@ class TimingOptions:
 def time_records(records: list[dict], options: TimingOptions | None = None, *, timeout_s: float = 600,
                  progress: bool = True, workers_per_gpu: int | None = None, cache_dir: str | None = None,
                  memory_mb: int | None = None, reuse_pools: bool = False, stop: threading.Event | None = None,
-                 **option_fields) -> list[dict] | None:
+                 lane: int = 0, **option_fields) -> list[dict] | None:
     """The records with the timing columns added, in input order; a task that fails keeps null timings
     and a `timing_error`. device "cpu" times on the host (one worker) so CI runs the same code.
     `options` (or its fields as keywords) say how to time; `reuse_pools` keeps each GPU's workers alive for
-    the next call in this process (the build's shards). Once `stop` is set (the build no longer needs these
+    the next call in this process (the build's shards); calls side by side in threads (a stage's lanes) each keep
+    their own, by `lane`. Once `stop` is set (the build no longer needs these
     timings) the tasks under way finish, none starts, and the call returns None."""
     options = options or TimingOptions(**option_fields)
     device = options.device
@@ -104,8 +105,9 @@ def time_records(records: list[dict], options: TimingOptions | None = None, *, t
         workers = workers_per_gpu or default_workers_per_gpu(len(gpus))
     gpu_envs = {gpu: {**env, "CUDA_VISIBLE_DEVICES": gpu} if device == "cuda" else env for gpu in shards}
     if reuse_pools:
-        # a process given other GPUs (a reused Ray worker) stops the pools it kept for the old ones
-        _SHARED_POOLS.close_except({_pool_key(workers, timeout_s, memory_mb, e) for e in gpu_envs.values()})
+        # a process given other GPUs (a reused Ray worker) stops the pools it kept for the old ones (its lane's)
+        keep = {_pool_key(workers, timeout_s, memory_mb, e, lane) for e in gpu_envs.values()}
+        _SHARED_POOLS.close_except(keep | {key for key in _SHARED_POOLS.keys() if key[0] != lane})
     results: list[dict | None] = [None] * len(records)
     shard_errors: dict[str, str] = {}
     faults: list[MachineFault] = []
@@ -123,7 +125,7 @@ def time_records(records: list[dict], options: TimingOptions | None = None, *, t
         shard_payloads = [{**payloads[i], "gpu_lock": gpu_lock_path(gpu) if device == "cuda" else None}
                           for i in indices]
         size = workers if reuse_pools else min(workers, len(indices))
-        with _pool(size, timeout_s, memory_mb, shard_env, reuse_pools) as pool:
+        with _pool(size, timeout_s, memory_mb, shard_env, reuse_pools, lane) as pool:
             outcomes = pool.run_many(FN_PATH, shard_payloads, progress=progress, stop=stop)
             if stop is not None and stop.is_set():
                 return
