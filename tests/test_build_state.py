@@ -56,6 +56,24 @@ def test_state_holds_marked_work_only_and_restores_it(tmp_path):
     assert before == {p: p.stat().st_mtime_ns for p in (tmp_path / "b").rglob("*.done")}
 
 
+def test_a_snapshot_reads_each_finished_file_once_and_the_clock_every_time(tmp_path):
+    rundir = _fake_run(tmp_path / "a")
+    rundir.start_clock()
+    kept: dict = {}
+    first = state.snapshot_state(tmp_path / "a", kept)
+    assert state.CLOCK_MEMBER in kept and len(kept) == len(first.files)
+    candidates = tmp_path / "a" / "shards" / "00000" / "candidates.jsonl"
+    candidates.write_text("not read again\n")          # a finished file: the snapshot keeps what it read
+    clock = tmp_path / "a" / state.CLOCK_MEMBER
+    clock.write_text("[[1.0, 2.0]]")                    # the wall clock moves: read afresh
+    second = dict((name, data) for name, data, _ in state.snapshot_state(tmp_path / "a", kept).files)
+    assert second["shards/00000/candidates.jsonl"] == dict((n, d) for n, d, _ in first.files)[
+        "shards/00000/candidates.jsonl"]
+    assert second[state.CLOCK_MEMBER] == b"[[1.0, 2.0]]"
+    state.write_state(state.snapshot_state(tmp_path / "a", kept), tmp_path / "s.state")
+    assert state.read_state(tmp_path / "s.state")[0]["markers"] == 3
+
+
 def test_a_large_state_is_split_into_parts_of_at_most_the_limit(tmp_path, monkeypatch):
     monkeypatch.setattr(state, "PART_BYTES", 4096)
     _fake_run(tmp_path / "a", shards=4, payload=4000)

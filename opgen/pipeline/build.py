@@ -83,6 +83,7 @@ class Build:
         self.saved_at = 0.0                     # perf_counter of the last state save
         self.save_s = 0.0                       # how long it took
         self.saving: threading.Thread | None = None   # a save being compressed beside the build
+        self.state_files: dict[str, tuple[bytes, int]] = {}   # run-folder files a save has read (final once marked)
         self.faults = ErrorRun()                # machine faults: runs of identical errors across shards
         self.executor = executor
         self.progress = progress
@@ -191,7 +192,7 @@ class Build:
         if self.saving is not None:
             self.saving.join()
         started = time.perf_counter()
-        snapshot = snapshot_state(self.rundir.root)
+        snapshot = snapshot_state(self.rundir.root, self.state_files)
         read_s = time.perf_counter() - started
 
         def write() -> None:
