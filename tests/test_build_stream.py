@@ -330,3 +330,10 @@ def test_run_profile_reads_where_the_workers_time_went(streamed, tmp_path, capsy
     assert figures["compare"]["tasks"] == timing["tasks"]
     assert {figure["median_ratio"] for key, figure in figures["compare"].items() if key != "tasks"} == {1.0}
     assert run_profile.main([str(tmp_path)]) == 2 and "not an opgen run folder" in capsys.readouterr().err
+    # the same figures from the build's state file (what a build on lent machines brings back)
+    from opgen.pipeline.state import save_state
+
+    save_state(streamed, tmp_path / "build.state")
+    assert run_profile.main([str(tmp_path / "build.state"), "--json", str(tmp_path / "from_state.json")]) == 0
+    from_state = json.loads((tmp_path / "from_state.json").read_text())
+    assert from_state == {key: figures[key] for key in ("execute", "timing")}

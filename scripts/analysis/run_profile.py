@@ -2,6 +2,7 @@
 device sections, read the same way every time.
 
     python scripts/analysis/run_profile.py RUN_DIR [--compare OTHER_RUN_DIR] [--json OUT.json]
+    python scripts/analysis/run_profile.py STATE_FILE ...     (a build's --save-state file: read from its archive)
 
 Execute stage (finished shards): candidates executed, the worker processes that ran them and the mean seconds of
 each one's first task against its later ones, each check's seconds per candidate it saw (from the
@@ -18,17 +19,20 @@ import argparse
 import json
 import statistics
 import sys
+import tempfile
 from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from opgen.errors import UsageError  # noqa: E402
 from opgen.pipeline.report import seconds_share  # noqa: E402
 from opgen.pipeline.rundir import RunDir  # noqa: E402
+from opgen.pipeline.state import read_state, restore_state  # noqa: E402
 from opgen.sandbox.pool import is_out_of_memory  # noqa: E402
 
 TIMING_FIGURES = ("timing_wall_s", "setup_s", "warmup_s", "lock_wait_s", "timed_s", "rest_s", "timing_cpu_s",
-                  "compile_s")
+                  "compile_s", "profile_read_s")
 
 
 def shard_folders(run: RunDir) -> list[Path]:
@@ -134,10 +138,30 @@ def compare(mine: dict[str, dict], other: dict[str, dict]) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("run_dir", type=Path, help="a run folder, or a build's state file (--save-state)")
     parser.add_argument("--compare", type=Path, help="another run folder: the same tasks' timing side by side")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as scratch:
+        try:
+            args.run_dir, args.compare = (_run_folder(path, Path(scratch) / str(k)) if path else None
+                                          for k, path in enumerate((args.run_dir, args.compare)))
+        except UsageError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+        return _profile(args)
+
+
+def _run_folder(path: Path, scratch: Path) -> Path:
+    """`path` itself when it is a folder, else the run folder its build state holds, restored into `scratch`."""
+    if path.is_dir():
+        return path
+    header, _ = read_state(path)
+    restore_state(path, RunDir(scratch), header["config"])
+    return scratch
+
+
+def _profile(args: argparse.Namespace) -> int:
     for folder in (args.run_dir, args.compare):
         if folder is not None and not (folder / "config.json").is_file():
             print(f"error: {folder} is not an opgen run folder (no config.json)", file=sys.stderr)
