@@ -35,12 +35,21 @@ def test_check_passes_a_sound_folder_and_names_a_broken_row(tmp_path_factory, tm
     codes = table.column("code").to_pylist()
     broken_id = table.column("id")[0].as_py()
     codes[0] = RELU_AFTER_DISTANCE
-    pq.write_table(table.set_column(table.schema.get_field_index("code"), "code", [codes]), shard)
+    table = table.set_column(table.schema.get_field_index("code"), "code", [codes])
+    # a row whose recorded (GPU) eager time lies outside the window: its promise is broken, whatever it times now
+    slow_id = table.column("id")[1].as_py()
+    for name, value in (("eager_ms", 150.0), ("hardware", "NVIDIA H200")):
+        column = table.column(name).to_pylist()
+        column[1] = value
+        table = table.set_column(table.schema.get_field_index(name), table.schema.field(name), [column])
+    pq.write_table(table, shard)
     assert main(["check", str(folder), "--device", "cpu", "--sample", "0", "--report", str(report),
                  "--no-progress"]) == 1
     found = json.loads(report.read_text())
-    assert [(f["id"], f["reason"]) for f in found["failures"]] == [(broken_id, "trivial")]
+    assert [(f["id"], f["reason"]) for f in found["failures"]] == [(broken_id, "trivial"),
+                                                                    (slow_id, "runtime_out_of_range")]
     assert found["failures"][0]["detail"].startswith("every-operator rule: without `F.relu(x)`")
+    assert found["failures"][1]["detail"].startswith("the recorded time: ")
 
 
 def test_check_bad_input_is_one_line(tmp_path, capsys):

@@ -1,8 +1,11 @@
 """`opgen check`: run rows of a published dataset again in fresh sandboxed processes and say which fail.
 
 Each row drawn is validated as a build validates a candidate (it runs, is deterministic, passes the degenerate
-check and the grader-proof rules, and compiles within the tolerance), and on CUDA its eager time is measured
-again with the build's timing method and compared with the recorded one."""
+check and the grader-proof rules, and compiles within the tolerance), its recorded eager time (a GPU's) must lie in
+the window, and on CUDA its eager time is measured again with the build's timing method and compared with the
+recorded one. The window judges the recorded time, the row's promise, not the new one: a task recorded at 1.02 ms
+may time at 0.98 ms the next time (two such tasks at the 1 ms edge of an n = 300 build, docs/benchmarks.md), and
+that is agreement, counted apart (`retimed_outside_window`)."""
 
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ from opgen.errors import UsageError
 from opgen.pipeline.retime import load_tasks, resolve_dataset
 from opgen.timing.driver import TimingOptions, time_records
 
-CHECK_FIELDS = ("id", "code", "flops", "bytes_moved", "eager_ms")
+CHECK_FIELDS = ("id", "code", "flops", "bytes_moved", "eager_ms", "hardware")
 
 
 @dataclass
@@ -82,21 +85,26 @@ def check_dataset(dataset: str, *, sample: int | None = 300, seed: int = 0, devi
         timed = {r["id"]: r for r in time_records(drawn, options, timeout_s=timeout_s, progress=progress,
                                                      workers_per_gpu=timing_workers, memory_mb=memory_mb)}
     pairs = []
+    retimed_outside = 0
     for row, verdict in zip(drawn, verdicts):
         entry = {"id": row["id"], "reason": verdict.get("reason"), "recorded_ms": row.get("eager_ms")}
         if not verdict["keep"]:
             report.failures.append({"id": row["id"], "reason": verdict["reason"], "detail": verdict.get("detail")})
+        recorded_on_gpu = row.get("eager_ms") is not None and not str(row.get("hardware") or "").startswith("cpu")
+        if recorded_on_gpu and not (recorded := Window().verdict(row["eager_ms"])).keep:
+            report.failures.append({"id": row["id"], "reason": recorded.reason,
+                                    "detail": f"the recorded time: {recorded.detail}"})
         if device == "cuda":
             new = timed.get(row["id"], {}).get("eager_ms")
             entry["eager_ms"] = new
             if new is None:
                 report.failures.append({"id": row["id"], "reason": "timing_error",
                                         "detail": timed.get(row["id"], {}).get("timing_error")})
-            elif not (in_window := Window().verdict(new)).keep:
-                report.failures.append({"id": row["id"], "reason": in_window.reason, "detail": in_window.detail})
+            else:
+                retimed_outside += not Window().verdict(new).keep
             if new and row.get("eager_ms"):
                 pairs.append((row["eager_ms"], new))
         report.tasks.append(entry)
     if device == "cuda":
-        report.timing = agreement(pairs, time_tolerance)
+        report.timing = {**agreement(pairs, time_tolerance), "retimed_outside_window": retimed_outside}
     return report
