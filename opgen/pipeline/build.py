@@ -89,7 +89,7 @@ class Build:
         self.progress = progress
         self.stream = stream
         self.timing_workers = timing_workers
-        self.timing, self.timing_job_workers = timing_lanes(timing_workers)
+        self.timing, self.timing_job_workers = timing_lanes(timing_workers, TIMING)
         self.wanted = rounds.quotas(config.n, config.mix)
         self.prior = rounds.load_prior(config.profile, config.device)
         self.timed = config.timing_device is not None

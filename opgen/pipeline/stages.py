@@ -107,11 +107,11 @@ EXECUTE = Stage("execute", execute_shard, num_cpus=1, own_workers=True, lane_wor
 TIMING = Stage("timing", time_shard, num_cpus=1, num_gpus=1, own_workers=True)
 
 
-def timing_lanes(timing_workers: int | None) -> tuple[Stage, int | None]:
-    """The timing stage in one lane per timing worker, each lane one worker (per GPU) timing its shard's tasks one
+def timing_lanes(timing_workers: int | None, stage: Stage = TIMING) -> tuple[Stage, int | None]:
+    """The timing `stage` in one lane per timing worker, each lane one worker (per GPU) timing its shard's tasks one
     after another, and the workers per GPU a job asks for. In one lane of four workers each shard's slowest tasks
     idled the other three: on an H200 the timing workers were busy 49% of the time and timing, not the checks,
     set the pace of a 6,000-task build (32 tasks timed a minute against 70 candidates checked)."""
     if not timing_workers or timing_workers < 2:
-        return TIMING, timing_workers
-    return replace(TIMING, lanes=timing_workers), 1
+        return stage, timing_workers
+    return replace(stage, lanes=timing_workers), 1
