@@ -40,8 +40,10 @@ if __name__ == "__main__":
     config = BuildConfig(n=5, seed=3, shard_size=2, cpu_timing=True, trials=3, warmups=0, reference=sys.argv[2],
                          planning="rounds" if "rounds" in sys.argv[5:] else "survival")
     executor = LocalExecutor(int(sys.argv[4]))
+    timing_workers = 2 if "timinglanes" in sys.argv[5:] else None
     try:
-        result = run_build(config, sys.argv[1], executor, progress=False, stream=sys.argv[3] == "stream")
+        result = run_build(config, sys.argv[1], executor, progress=False, stream=sys.argv[3] == "stream",
+                           timing_workers=timing_workers)
     finally:
         executor.close()
     print(result.tasks, result.stats["throughput"]["busy_s"])
@@ -191,6 +193,16 @@ def test_running_jobs_of_shards_that_can_only_add_surplus_are_stopped_and_the_da
     assert again.returncode == 0, again.stderr[-3000:]
     assert rows(run) == rows(streamed)
     assert json.loads((run / "stats.json").read_text())["stopped_shards"] == stats["stopped_shards"]
+
+
+@pytest.mark.heavy
+def test_timing_in_a_lane_per_timing_worker_gives_the_same_dataset(streamed, tmp_path):
+    done = build(tmp_path / "run", "stream", extra=("timinglanes",))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "2 timing lane(s)" in (tmp_path / "run" / "logs" / "build.log").read_text()
+    assert rows(tmp_path / "run") == rows(streamed)
+    timed = pq.read_table(tmp_path / "run" / "tasks.parquet", columns=["eager_ms_count"]).column(0).to_pylist()
+    assert timed == [3] * 5
 
 
 @pytest.mark.heavy

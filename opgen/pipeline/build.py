@@ -122,10 +122,12 @@ class Build:
         if self.save_path is not None:
             self.rundir.on_mark = self._save_state_now_and_then
         lanes = self.executor.lanes(self.execute) if isinstance(self.executor, LocalExecutor) else None
-        log.info("%s build n=%d seed=%d in %s (executor %s, %s%s)", "resuming" if resuming else "starting",
+        timing_lanes = self.executor.lanes(self.timing) if lanes and self.timed else None
+        log.info("%s build n=%d seed=%d in %s (executor %s, %s%s%s)", "resuming" if resuming else "starting",
                  self.config.n, self.config.seed, self.rundir.root, self.executor.name,
                  "streaming" if self.stream else "stage by stage",
-                 f", {lanes} execute lane(s) of {self.executor.job_workers(self.execute)} workers" if lanes else "")
+                 f", {lanes} execute lane(s) of {self.executor.job_workers(self.execute)} workers" if lanes else "",
+                 f", {timing_lanes} timing lane(s)" if timing_lanes else "")
         if self.sizing_note:
             log.info("%s", self.sizing_note)
         self.bar = tqdm(total=self.config.n, desc="tasks", unit="task", file=sys.stderr, disable=not self.progress,
