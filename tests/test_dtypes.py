@@ -108,3 +108,36 @@ def test_builds_in_two_precisions_publish_as_configs_named_by_dtype(tmp_path_fac
     assert main(["check", str(folder), "--config", "bf16", "--device", "cpu", "--sample", "2", "--no-progress"]) == 0
     timed = datasets.load_dataset(str(folder), "baseline-ci-cpu-bf16", split="train")
     assert sorted(timed["id"]) == sorted(reduced["id"]) and all(ms > 0 for ms in timed["eager_ms"])
+
+
+def test_precision_twins_are_the_same_graph_in_fp32_and_give_the_speedups(tmp_path):
+    """A bf16 task's fp32 twin is its own graph and sizes rendered in fp32 (not the fp32 sample of the same seed,
+    which may fit other sizes); the speed-ups divide the twin's time by the task's."""
+    import json
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "analysis"))
+    try:
+        import precision_twins
+    finally:
+        sys.path.pop(0)
+    from opgen.sample.render import render
+    from opgen.sample.sampler import graph_from_json
+    from opgen.vocab import cached_vocabulary
+
+    tasks = sample_records(0, 0, 4, "smoke", dtype="bf16")
+    source = tmp_path / "tasks.jsonl"
+    source.write_text("".join(json.dumps(t) + "\n" for t in tasks))
+    assert precision_twins.main(["twins", str(source), "--dtype", "fp32", "--out", str(tmp_path / "twins.jsonl")]) == 0
+    twins = [json.loads(line) for line in (tmp_path / "twins.jsonl").read_text().splitlines()]
+    for task, twin in zip(tasks, twins):
+        graph = graph_from_json(task["graph"])
+        graph.graph.pop("dtype")
+        assert twin["twin_of"] == task["id"] and twin["code"] == render(graph, cached_vocabulary())
+        assert "bfloat16" in task["code"] and "bfloat16" not in twin["code"] and twin["id"] != task["id"]
+    timed_tasks = [{**t, "eager_ms": 1.0, "compile_ms": 2.0} for t in tasks]
+    timed_twins = [{**w, "eager_ms": 2.0 + i, "compile_ms": 2.0} for i, w in enumerate(twins)]
+    report = precision_twins.speedups(timed_tasks, timed_twins)
+    assert report["eager"]["pairs"] == 4 and report["eager"]["median_speedup"] == 3.5
+    assert report["compile"]["geomean_speedup"] == pytest.approx(1.0)

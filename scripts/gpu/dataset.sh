@@ -13,11 +13,12 @@
 #       OUT=$OUT MODE=hold WAIT_S=560 bash scripts/gpu/dataset.sh
 #   MODE=stop: end the background build (SIGTERM: it saves its state on the way out) and copy the state.
 #
-# Whichever call finds the build complete publishes it and leaves the folder as $OUT/$NAME.tar.gz.
+# Whichever call finds the build complete publishes it and leaves the folder as $OUT/$NAME.tar.gz. DTYPE=bf16 or fp16
+# builds in that precision (give it its own NAME).
 set -u
 export PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore HF_HUB_OFFLINE=1
 OUT=${OUT:-/tmp/opgen-device}; N=${N:-6000}; SEED=${SEED:-0}; NAME=${NAME:-opgen-ops-6k}; BUILD_S=${BUILD_S:-540}
-MODE=${MODE:-once}; WAIT_S=${WAIT_S:-560}; DEVICE=${DEVICE:-cuda}; PROFILE=${PROFILE:-gpu}
+MODE=${MODE:-once}; WAIT_S=${WAIT_S:-560}; DEVICE=${DEVICE:-cuda}; PROFILE=${PROFILE:-gpu}; DTYPE=${DTYPE:-fp32}
 RUN=${RUN:-data/$NAME-run}
 HOLD=/tmp/opgen-hold-$NAME          # the background build's state file, log, pid and exit status
 mkdir -p "$OUT" "$HOLD"
@@ -28,7 +29,7 @@ build_args() {  # the README's command; $1: the state file it saves
   local resume=()
   [ -f ".devstate/$NAME.state" ] && resume=(--resume-from ".devstate/$NAME.state")
   echo --n "$N" --seed "$SEED" --out "$RUN" --device "$DEVICE" --profile "$PROFILE" \
-    --reference .devdata/problems.jsonl --no-progress --save-state "$1" "${resume[@]}"
+    --reference .devdata/problems.jsonl --dtype "$DTYPE" --no-progress --save-state "$1" "${resume[@]}"
 }
 
 copy_state() {  # $1: the state file; its latest whole save into $OUT (a save under way: copy again)
