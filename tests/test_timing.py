@@ -296,3 +296,4 @@ def test_a_run_holding_the_gpu_alone_reads_its_profiles_after_giving_it_back(tmp
     assert result["eager_device_us"] > 0 and result["compile_device_us"] > 0
     assert len(held_while_reading) == 2 and all(lock not in held for held in held_while_reading)
     assert result["profile_read_s"] >= 0 and result["timed_s"] > 0
+    assert 0 <= result["warmup_lock_wait_s"] <= result["warmup_s"]

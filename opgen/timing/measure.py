@@ -96,10 +96,12 @@ def measure_task(payload: dict) -> dict:
         timed_plan = plan
         warming = time.perf_counter()
         if lock:  # untimed warm-ups beside other GPU work, in short shared holds; the last few hold the GPU alone
+            result["warmup_lock_wait_s"] = 0.0
             with torch.no_grad():
                 for fn in (model, compiled):
                     if fn is not None:
-                        _warm_up_in_short_holds(torch, fn, inputs, max(0, plan.warmups - SETTLE_WARMUPS), lock)
+                        result["warmup_lock_wait_s"] += _warm_up_in_short_holds(
+                            torch, fn, inputs, max(0, plan.warmups - SETTLE_WARMUPS), lock)
             timed_plan = replace(plan, warmups=min(plan.warmups, SETTLE_WARMUPS))
         result["warmup_s"] = time.perf_counter() - warming
         waiting = time.perf_counter()
@@ -143,20 +145,24 @@ def measure_task(payload: dict) -> dict:
     return {key: _finite_or_none(value) for key, value in result.items()}
 
 
-def _warm_up_in_short_holds(torch, fn: Callable, inputs: list, calls: int, lock: str) -> None:
+def _warm_up_in_short_holds(torch, fn: Callable, inputs: list, calls: int, lock: str) -> float:
     """`calls` untimed calls, each shared hold of the GPU's lock taking as many as fit in WARMUP_HOLD_MS (the last
     hold's calls say how long one takes), at least one. A timed run waiting for the lock then waits for one short
     hold, while a short task no longer queues for the lock once a call: on an H200 the timing workers spent half
-    their time in warm-ups (a median of 0.93 s a task for 16 calls of 2.5 ms), nearly all of it waiting."""
-    per_hold = 1
+    their time in warm-ups (a median of 0.93 s a task for 16 calls of 2.5 ms). Returns the seconds spent waiting
+    for the holds."""
+    per_hold, waited = 1, 0.0
     while calls > 0:
         count = min(per_hold, calls)
+        waiting = time.perf_counter()
         with gpu_lock(lock, shared=True):
             started = time.perf_counter()
+            waited += started - waiting
             warm_up(torch, fn, inputs, count)
             call_s = (time.perf_counter() - started) / count
         calls -= count
         per_hold = max(1, int(WARMUP_HOLD_MS / 1e3 / max(call_s, 1e-6)))
+    return waited
 
 
 def _compile(torch, model, inputs) -> tuple[Callable | None, float | None, str | None]:

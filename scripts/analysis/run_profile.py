@@ -31,7 +31,7 @@ from opgen.pipeline.rundir import RunDir  # noqa: E402
 from opgen.pipeline.state import read_state, restore_state  # noqa: E402
 from opgen.sandbox.pool import is_out_of_memory  # noqa: E402
 
-TIMING_FIGURES = ("timing_wall_s", "setup_s", "warmup_s", "lock_wait_s", "timed_s", "rest_s", "timing_cpu_s",
+TIMING_FIGURES = ("timing_wall_s", "setup_s", "warmup_s", "warmup_lock_wait_s", "lock_wait_s", "timed_s", "rest_s", "timing_cpu_s",
                   "compile_s", "profile_read_s")
 
 
