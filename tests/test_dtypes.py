@@ -131,11 +131,11 @@ def test_precision_twins_are_the_same_graph_in_fp32_and_give_the_speedups(tmp_pa
     source.write_text("".join(json.dumps(t) + "\n" for t in tasks))
     assert precision_twins.main(["twins", str(source), "--dtype", "fp32", "--out", str(tmp_path / "twins.jsonl")]) == 0
     twins = [json.loads(line) for line in (tmp_path / "twins.jsonl").read_text().splitlines()]
-    for task, twin in zip(tasks, twins):
-        graph = graph_from_json(task["graph"])
+    for bf16_task, twin in zip(tasks, twins):
+        graph = graph_from_json(bf16_task["graph"])
         graph.graph.pop("dtype")
-        assert twin["twin_of"] == task["id"] and twin["code"] == render(graph, cached_vocabulary())
-        assert "bfloat16" in task["code"] and "bfloat16" not in twin["code"] and twin["id"] != task["id"]
+        assert twin["twin_of"] == bf16_task["id"] and twin["code"] == render(graph, cached_vocabulary())
+        assert "bfloat16" in bf16_task["code"] and "bfloat16" not in twin["code"] and twin["id"] != bf16_task["id"]
     timed_tasks = [{**t, "eager_ms": 1.0, "compile_ms": 2.0} for t in tasks]
     timed_twins = [{**w, "eager_ms": 2.0 + i, "compile_ms": 2.0} for i, w in enumerate(twins)]
     report = precision_twins.speedups(timed_tasks, timed_twins)
