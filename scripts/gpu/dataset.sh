@@ -66,6 +66,9 @@ case "$MODE" in
     ;;
   hold|stop)
     if [ "$MODE" = hold ] && ! running && [ ! -f "$HOLD/exit" ]; then
+      if other=$(pgrep -af "^python3 -m opgen build"); then   # two builds would time on one GPU at once
+        echo "another build runs here, not starting $NAME: $other"; exit 2
+      fi
       echo "starting the build in the background"
       # shellcheck disable=SC2046
       setsid nohup bash -c "python3 -m opgen build $(build_args "$HOLD/$NAME.state") > '$HOLD/build.log' 2>&1;
