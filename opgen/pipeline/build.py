@@ -88,7 +88,6 @@ class Build:
         self.executor = executor
         self.progress = progress
         self.stream = stream
-        self.timing_workers = timing_workers
         self.timing, self.timing_job_workers = timing_lanes(timing_workers, TIMING)
         self.wanted = rounds.quotas(config.n, config.mix)
         self.prior = rounds.load_prior(config.profile, config.device)
@@ -122,12 +121,12 @@ class Build:
         if self.save_path is not None:
             self.rundir.on_mark = self._save_state_now_and_then
         lanes = self.executor.lanes(self.execute) if isinstance(self.executor, LocalExecutor) else None
-        timing_lanes = self.executor.lanes(self.timing) if lanes and self.timed else None
+        timing_lane_count = self.executor.lanes(self.timing) if lanes and self.timed else None
         log.info("%s build n=%d seed=%d in %s (executor %s, %s%s%s)", "resuming" if resuming else "starting",
                  self.config.n, self.config.seed, self.rundir.root, self.executor.name,
                  "streaming" if self.stream else "stage by stage",
                  f", {lanes} execute lane(s) of {self.executor.job_workers(self.execute)} workers" if lanes else "",
-                 f", {timing_lanes} timing lane(s)" if timing_lanes else "")
+                 f", {timing_lane_count} timing lane(s)" if timing_lane_count else "")
         if self.sizing_note:
             log.info("%s", self.sizing_note)
         self.bar = tqdm(total=self.config.n, desc="tasks", unit="task", file=sys.stderr, disable=not self.progress,

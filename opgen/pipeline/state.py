@@ -90,7 +90,7 @@ def snapshot_state(run_dir: str | Path, kept: dict[str, tuple[bytes, int]] | Non
         if name not in kept or name == CLOCK_MEMBER:
             kept[name] = ((root / name).read_bytes(), int((root / name).stat().st_mtime))
         files.append((name, *kept[name]))
-    return Snapshot(files, json.loads((root / "config.json").read_text(encoding="utf-8")))
+    return Snapshot(files, json.loads(kept["config.json"][0]))
 
 
 def write_state(snapshot: Snapshot, file: str | Path) -> dict:

@@ -8,7 +8,8 @@ their fp32 twins, the same graph and sizes rendered in fp32.
 TASKS: a tasks parquet (a run folder's `tasks.parquet`, a published shard) or JSONL, with `graph`, `id` and, for
 `speedups`, the timing columns. A twin is rendered from the task's stored graph (sizes as fitted for the task's own
 precision), so it is the same computation on the same shapes: sampling the same seed in fp32 fits other sizes to
-the window for some chains (7 of 20 gpu candidates of seed 0 differ).
+the window for some chains (7 of the 20 candidates `sample_records(0, 0, 20, "gpu", dtype="bf16")` render otherwise
+than the fp32 ones of the same call, their graphs' dtype dropped).
 """
 
 from __future__ import annotations
