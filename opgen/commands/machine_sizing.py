@@ -9,9 +9,11 @@ import psutil
 
 from opgen.sandbox.gpus import MAX_WORKERS_PER_GPU
 
-# On one H200 with 16 cores, 12 sandbox workers beside 4 timing workers gave the fastest builds measured
-# (docs/benchmarks.md, GPU build); the default of half the cores for timing left compiles short of CPU.
-CORES_PER_TIMING_WORKER = 4
+# The share of a GPU's cores given to timing lanes, from the pace of each stage in the 6,000-task build on one H200
+# (docs/benchmarks.md): a sandbox worker clears a candidate in 9.7 s, 89% of them pass, and a timing lane times a
+# task in 5.6 s, so keeping pace takes 0.52 timing lanes per sandbox worker, 34% of the cores. With 4 lanes of 16
+# (25%) 770 checked candidates waited for timing; half the cores for timing had left compiles short of CPU.
+TIMING_SHARE = 3 / 8
 # A limit per worker, not a reservation: workers seldom peak together, and gpu-size tasks hold their
 # tensors on the GPU, so a ninth of the host's memory each (at most 14,000 MB) leaves room for the rest.
 MEMORY_SHARE = 9
@@ -39,7 +41,7 @@ def size_for_machine(device: str, gpu_count: int, workers: int | None, timing_wo
     cores = os.cpu_count() or 2
     total_mb = psutil.virtual_memory().total // (1 << 20)
     gpus = max(1, gpu_count)
-    per_gpu = max(1, min(MAX_WORKERS_PER_GPU, cores // gpus // CORES_PER_TIMING_WORKER))
+    per_gpu = max(1, min(MAX_WORKERS_PER_GPU, round(cores // gpus * TIMING_SHARE)))
     timing = per_gpu if timing_workers is None else timing_workers
     sandbox = max(2, cores - timing * gpus) if workers is None else workers
     limit = min(MEMORY_MB_RANGE[1], max(MEMORY_MB_RANGE[0], total_mb // MEMORY_SHARE)) if memory_mb is None \
