@@ -3,11 +3,15 @@ checks take from the outputs' dtype, and a reduced-precision task that the visib
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
-from opgen.sample.sampler import sample_records
+from opgen.sample.analyze import estimate_gpu_ms
+from opgen.sample.sampler import record_from_graph, sample_graph, sample_records
 from opgen.taskcode.dtypes import TOLERANCES, dtype_of, tolerance_of
+from opgen.vocab import cached_vocabulary
 from tests.test_grader_proof import SOFTMAX, task, verdict
 
 
@@ -141,3 +145,19 @@ def test_precision_twins_are_the_same_graph_in_fp32_and_give_the_speedups(tmp_pa
     report = precision_twins.speedups(timed_tasks, timed_twins)
     assert report["eager"]["pairs"] == 4 and report["eager"]["median_speedup"] == 3.5
     assert report["compile"]["geomean_speedup"] == pytest.approx(1.0)
+
+
+def test_a_reduced_precision_gpu_task_is_sized_for_its_element_and_its_tensor_cores():
+    """Under the same 1.5 GiB tensor cap a bf16 element is half an fp32 one, so a memory-bound chain grows to twice
+    the elements; matrix work is estimated at the tensor cores' rate, so the same product reads faster."""
+    vocab = cached_vocabulary()
+    graph = sample_graph(0, 11, "gpu", source="torch#1")   # one elementwise operator, grown to the tensor cap
+    reduced = graph.copy()
+    reduced.graph["dtype"] = "bf16"
+    fp32, bf16 = record_from_graph(graph, vocab), record_from_graph(reduced, vocab)
+    assert fp32["flops"] == 0 and "torch.bfloat16" in bf16["code"]
+    assert math.prod(bf16["output_shape"]) == 2 * math.prod(fp32["output_shape"])
+    assert bf16["bytes_moved"] == fp32["bytes_moved"]
+    flops, moved = 10**12, 10**9
+    assert estimate_gpu_ms(flops, moved, 1, "bf16") < estimate_gpu_ms(flops, moved, 1, "fp32") / 2
+    assert estimate_gpu_ms(flops, moved, 1, "bf16") == estimate_gpu_ms(flops, moved, 1, "fp16")

@@ -24,6 +24,11 @@ _FREE_OPS = {"aten.detach", "aten.alias", "aten.lift_fresh", "aten._to_copy", "a
 # 2026-12-01: estimated/measured 1.04 without convolutions, 1.3 with them, log-sd 0.73). The earlier model (35
 # TFLOP/s, 1.8 TB/s, fitted with TF32 off on batch-scaled tasks) over-estimated these by 1.6x.
 GPU_FP32_TFLOPS = 60.0
+# bf16 and fp16 matrix work runs on tensor cores: an H200's dense peak is 989 TFLOP/s in either, against 67 for fp32
+# matrix products and 494 for the TF32 convolutions. Not fitted yet: 300 TFLOP/s lies geometrically between twice
+# the fp32 figure and 60% of that peak, and the target's spread (GPU_TARGET_MS, opgen/sample/fit.py) absorbs an
+# estimate off by 2-3x either way; at 60 TFLOP/s the compute-bound tasks would be sized 5-10x too small.
+GPU_TFLOPS = {"fp32": GPU_FP32_TFLOPS, "bf16": 300.0, "fp16": 300.0}
 GPU_BANDWIDTH_GBS = 2500.0
 GPU_LAUNCH_US = 6.0
 
@@ -141,9 +146,10 @@ def analyze_code(code: str, cpu_fallback: bool = True) -> dict:
     return {"ops": ops, "data_source": data_source_for(ops), "num_ops": len(ops), **facts}
 
 
-def estimate_gpu_ms(flops: int, bytes_moved: int, kernels: int) -> float:
-    """Roofline estimate of eager time on the GPU: compute + memory time + per-kernel launch cost."""
-    compute = flops / (GPU_FP32_TFLOPS * 1e12)
+def estimate_gpu_ms(flops: int, bytes_moved: int, kernels: int, dtype: str = "fp32") -> float:
+    """Roofline estimate of eager time on the GPU in the task's precision: compute + memory time (bytes as counted,
+    in that precision) + per-kernel launch cost."""
+    compute = flops / (GPU_TFLOPS[dtype] * 1e12)
     memory = bytes_moved / (GPU_BANDWIDTH_GBS * 1e9)
     return 1e3 * (compute + memory) + kernels * GPU_LAUNCH_US / 1e3
 

@@ -13,6 +13,7 @@ import networkx as nx
 
 from opgen.sample.analyze import AnalysisError, analyze_code, estimate_gpu_ms, log_uniform
 from opgen.sample.render import op_nodes, render
+from opgen.taskcode.dtypes import DEFAULT_DTYPE, ELEMENT_BYTES
 from opgen.vocab import Vocabulary
 from opgen.vocab.builders import place_op
 from opgen.vocab.spec import Sizes
@@ -113,6 +114,11 @@ def resize_input(graph: nx.DiGraph, vocab: Vocabulary, sizes: Sizes, dims: dict[
     return scaled
 
 
+def element_bytes(graph: nx.DiGraph) -> int:
+    """Bytes of one element in the graph's precision (4 in fp32, 2 in bf16 and fp16)."""
+    return ELEMENT_BYTES[graph.graph.get("dtype", DEFAULT_DTYPE)]
+
+
 def largest_tensor_bytes(graph: nx.DiGraph) -> int:
     sizes = []
     for _, data in graph.nodes(data=True):
@@ -120,7 +126,7 @@ def largest_tensor_bytes(graph: nx.DiGraph) -> int:
             if data.get(key):
                 sizes.append(math.prod(data[key]))
         sizes.extend(math.prod(e["shape"]) for e in data.get("extras", []))
-    return 4 * max(sizes or [1])
+    return element_bytes(graph) * max(sizes or [1])
 
 
 class _Sized:
@@ -129,7 +135,8 @@ class _Sized:
     def __init__(self, graph: nx.DiGraph, vocab: Vocabulary, cpu_fallback: bool = True):
         self.graph, self.code = graph, render(graph, vocab)
         self.facts = analyze_code(self.code, cpu_fallback)
-        self.estimate = estimate_gpu_ms(self.facts["flops"], self.facts["bytes_moved"], self.facts["kernels"])
+        self.estimate = estimate_gpu_ms(self.facts["flops"], self.facts["bytes_moved"], self.facts["kernels"],
+                                        graph.graph.get("dtype", DEFAULT_DTYPE))
 
     @property
     def batch(self) -> int:
@@ -155,7 +162,7 @@ def _grown(sized: _Sized, ratio: float, kind: InputKind, vocab: Vocabulary, size
         return None
     exponent = round(math.log2(ratio) / len(current)) if ratio > 0 else 0
     exponent = exponent or (1 if ratio > 1 else -1)
-    capped = dataclasses.replace(sizes, max_numel=GPU_MAX_TENSOR_BYTES // 4)
+    capped = dataclasses.replace(sizes, max_numel=GPU_MAX_TENSOR_BYTES // element_bytes(sized.graph))
     for k in range(exponent, 0, -1) if exponent > 0 else range(exponent, 0):
         dims = {name: int(min(kind.max_size, max(kind.min_size, round(size * 2.0 ** k))))
                 for name, size in current.items()}

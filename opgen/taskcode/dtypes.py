@@ -7,6 +7,7 @@ from dataclasses import dataclass
 DTYPES = ("fp32", "bf16", "fp16")
 DEFAULT_DTYPE = "fp32"
 TORCH_SPELLING = {"fp32": "torch.float32", "bf16": "torch.bfloat16", "fp16": "torch.float16"}
+ELEMENT_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 
 
 @dataclass(frozen=True)
