@@ -195,3 +195,21 @@ def test_published_card_has_the_family_section(sampled_run, tmp_path, monkeypatc
     rows = pq.read_table(out / "data" / "train-00000-of-00001.parquet").to_pylist()
     assert all(len(r["families"]) == len(r["ops"]) for r in rows)
     assert f"`{rows[0]['families'][0]}`" in card.split("## Operator families")[1]
+
+
+def test_the_audit_scripts_read_a_published_folder_as_its_run(sampled_run, tmp_path, monkeypatch):
+    from scripts.analysis import family_mix, grader_proof_audit
+    from scripts.analysis.task_rows import read_task_rows
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "ds"
+    assert main(["publish", str(sampled_run), "--repo-id", "opgen/audit", "--dry-run", "--out", str(out)]) == 0
+    published, built = read_task_rows(out), read_task_rows(sampled_run)
+    assert [r["id"] for r in published] == [r["id"] for r in built] and len(published) == 5
+    assert grader_proof_audit.audit(published, 0.99) == grader_proof_audit.audit(built, 0.99)
+    reference = tmp_path / "kb.jsonl"
+    relu = "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n"
+    reference.write_text(json.dumps({"level": 1, "problem_id": 19, "name": "19_ReLU.py", "code": relu}) + "\n")
+    assert family_mix.report(out, str(reference)).split("\n", 1)[1] == \
+        family_mix.report(sampled_run, str(reference)).split("\n", 1)[1]

@@ -4,6 +4,7 @@ row-wise tasks, and the top families and adjacent pairs beside KernelBench level
 (docs/benchmarks.md, "Composition").
 
     python scripts/analysis/family_mix.py data/fam60                  # a run folder (tasks.parquet) ...
+    python scripts/analysis/family_mix.py data/opgen-ops-6k           # ... a published folder ...
     python scripts/analysis/family_mix.py data/dev/gpu6000.jsonl      # ... or a JSONL of candidates (opgen sample)
     python scripts/analysis/family_mix.py data/dev/gpu6000.jsonl --verdicts data/dev/dedup6000.jsonl   # its dedup survivors
 """
@@ -21,28 +22,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from filters.dedup.chains import SIZE_RATIO, TaskShape, same_regime, task_shape  # noqa: E402
 from kernels_ref import load_reference  # noqa: E402
 from kernels_ref.index import SIGNATURE_LEVELS, problem_name  # noqa: E402
-from opgen.jsonl import read_inputs, read_jsonl  # noqa: E402
+from opgen.jsonl import read_jsonl  # noqa: E402
 from opgen.publish.family_mix import family_counts, pair_counts, prior_pair_share, share, task_families  # noqa: E402
 from opgen.taskcode.ops import ops_from_code  # noqa: E402
 from opgen.vocab import cached_vocabulary  # noqa: E402
 from opgen.vocab.families import families_of, family_signature  # noqa: E402
 from opgen.vocab.prior import CompositionPrior, load_prior  # noqa: E402
+from scripts.analysis.task_rows import read_task_rows  # noqa: E402
 
 CONV_BATCH_LIMIT = 512      # real networks: no convolution or pooling task above this batch
 ROWS_LIMIT = 65536          # real networks: at most 10% of row-wise tasks above this many rows
 
 DEFAULT_REFERENCE = str(Path(__file__).resolve().parents[3] / "shared" / "kernelbench" / "problems.jsonl")
-
-
-def read_tasks(path: Path) -> list[dict]:
-    """Rows of a run folder's tasks.parquet, a parquet file, or a JSONL of records."""
-    if path.is_dir():
-        path = path / "tasks.parquet"
-    if path.suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        return pq.read_table(path).to_pylist()
-    return read_inputs(path)
 
 
 def inputs_within(first: dict, second: dict, ratio: float = SIZE_RATIO) -> bool:
@@ -141,7 +132,7 @@ def prior_tables(prior: CompositionPrior, top: int) -> tuple[list, list]:
 
 def report(path: Path, reference: str, top: int = 15, verdicts: Path | None = None,
            prior_path: str | None = None) -> str:
-    rows = read_tasks(path)
+    rows = read_task_rows(path)
     if verdicts is not None:
         lines = read_jsonl(verdicts)  # one per input, in input order
         rows = [row for row, line in zip(rows, lines, strict=True) if line.get("keep")]
@@ -182,7 +173,7 @@ def report(path: Path, reference: str, top: int = 15, verdicts: Path | None = No
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("input", type=Path, help="run folder, tasks parquet, or candidates JSONL")
+    parser.add_argument("input", type=Path, help="run folder, published folder, tasks parquet, or candidates JSONL")
     parser.add_argument("--reference", default=DEFAULT_REFERENCE, help="KernelBench JSONL (offline copy)")
     parser.add_argument("--verdicts", type=Path, default=None, help="dedup verdicts: report the kept rows only")
     parser.add_argument("--top", type=int, default=15)

@@ -3,6 +3,7 @@ constant or another draw's output on at least a share of its values, and same-sh
 on the same input shapes), with the parameters that tell each pair apart.
 
     python scripts/analysis/grader_proof_audit.py RUN/tasks.parquet [--share 0.99]
+    python scripts/analysis/grader_proof_audit.py data/opgen-ops-6k         # a published folder
 """
 
 from __future__ import annotations
@@ -10,16 +11,14 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import sys
 from pathlib import Path
 
-import pyarrow.parquet as pq
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from scripts.analysis.task_rows import read_task_rows  # noqa: E402
 
 ANSWERS = ("zero", "constant", "stale")
-
-
-def load_rows(path: Path) -> list[dict]:
-    files = sorted(path.rglob("*.parquet")) if path.is_dir() else [path]
-    return [row for file in files for row in pq.read_table(file).to_pylist()]
 
 
 def node_params(row: dict) -> list[dict]:
@@ -64,10 +63,10 @@ def audit(rows: list[dict], share: float) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("path", type=Path, help="a tasks.parquet, a published folder or a parquet shard")
+    parser.add_argument("path", type=Path, help="a run folder, a tasks.parquet, or a published folder (its default config)")
     parser.add_argument("--share", type=float, default=0.99)
     args = parser.parse_args()
-    report = audit(load_rows(args.path), args.share)
+    report = audit(read_task_rows(args.path), args.share)
     print(f"{report['tasks']} tasks; highest accepted share {report['max_share']:.3f}; "
           f"{len(report['over_share'])} at or above {args.share}: {report['over_share']}")
     print(f"{len(report['twins'])} pairs with the same family chain and the same input shapes")

@@ -28,15 +28,7 @@ from opgen.sample.render import render  # noqa: E402
 from opgen.sample.sampler import graph_from_json  # noqa: E402
 from opgen.taskcode.dtypes import DEFAULT_DTYPE, DTYPES  # noqa: E402
 from opgen.vocab import cached_vocabulary  # noqa: E402
-
-
-def read_tasks(path: Path) -> list[dict]:
-    if path.suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        return pq.read_table(path).to_pylist()
-    with path.open(encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+from scripts.analysis.task_rows import read_task_rows  # noqa: E402
 
 
 def twin(task: dict, dtype: str, vocab=None) -> dict:
@@ -86,14 +78,14 @@ def main(argv: list[str] | None = None) -> int:
         if not path.is_file():
             print(f"error: no such file: {path}", file=sys.stderr)
             return 2
-    tasks = read_tasks(args.tasks)
+    tasks = read_task_rows(args.tasks)
     if args.command == "twins":
         with args.out.open("w", encoding="utf-8") as handle:
             for task in tasks:
                 handle.write(json.dumps(twin(task, args.dtype)) + "\n")
         print(f"wrote {len(tasks)} {args.dtype} twins to {args.out}")
         return 0
-    print(json.dumps(speedups(tasks, read_tasks(args.twins)), indent=1))
+    print(json.dumps(speedups(tasks, read_task_rows(args.twins)), indent=1))
     return 0
 
 
