@@ -338,6 +338,8 @@ def test_run_profile_reads_where_the_workers_time_went(streamed, tmp_path, capsy
     assert execute["memory_retry"] == {} and execute["gpu_peak_mb"] == {}   # no GPU memory on the CPU
     assert execute["first_task_worker_s_mean"] > execute["later_task_worker_s_mean"] > 0
     assert timing["tasks"] == stats["funnel"]["stages"]["runtime_window"]["seen"] and timing["timing_cpu_s_mean"] > 0
+    assert timing["in_window"] == stats["funnel"]["stages"]["runtime_window"]["kept"]
+    assert timing["tasks"] <= execute["passed"] <= execute["candidates"]
     # a run compared with itself: the same tasks, every ratio 1
     assert figures["compare"]["tasks"] == timing["tasks"]
     assert {figure["median_ratio"] for key, figure in figures["compare"].items() if key != "tasks"} == {1.0}

@@ -4,12 +4,13 @@ device sections, read the same way every time.
     python scripts/analysis/run_profile.py RUN_DIR [--compare OTHER_RUN_DIR] [--json OUT.json]
     python scripts/analysis/run_profile.py STATE_FILE ...     (a build's --save-state file: read from its archive)
 
-Execute stage (finished shards): candidates executed, the worker processes that ran them and the mean seconds of
-each one's first task against its later ones, each check's seconds per candidate it saw (from the
-shards' `execute.done` funnels; the `sandbox` stage is the worker's time outside the checks), the workers' CPU and
-lock-wait shares (`worker_cpu_s`, `worker_lock_wait_s` over `worker_s`), and rejections for GPU memory by
-stage. Timing stage: means of a task's wall, lock wait, exclusive window, the rest, and its CPU seconds; free
-GPU memory at the window; how many tasks' event times exceed the profiler's device time by 1.1x and 1.5x.
+Execute stage (finished shards): candidates executed, how many passed the checks (and, of those, how many wait in
+shards not yet timed), the worker processes that ran them and the mean seconds of each one's first task against its
+later ones, each check's seconds per candidate it saw (from the shards' `execute.done` funnels; the `sandbox` stage
+is the worker's time outside the checks), the workers' CPU and lock-wait shares (`worker_cpu_s`,
+`worker_lock_wait_s` over `worker_s`), and rejections for GPU memory by stage. Timing stage: tasks timed and how
+many fell inside the window, means of a task's wall, lock wait, exclusive window, the rest, and its CPU seconds;
+free GPU memory at the window; how many tasks' event times exceed the profiler's device time by 1.1x and 1.5x.
 `--compare` prints, for the tasks both run folders timed, each timing figure's mean in both and the median ratio.
 """
 
@@ -45,6 +46,7 @@ def execute_profile(run: RunDir) -> dict:
     seconds: Counter = Counter()
     seen: Counter = Counter()
     lines: list[dict] = []
+    untimed = 0   # passed candidates of shards whose timing has not finished
     for folder in shard_folders(run):
         marker = run.done(folder, "execute")
         if marker is None:
@@ -52,11 +54,15 @@ def execute_profile(run: RunDir) -> dict:
         for name, stage in marker["funnel"].get("stages", {}).items():
             seconds[name] += stage["seconds"]
             seen[name] += stage["seen"]
-        lines += run.rows(folder, "execute")
+        shard = run.rows(folder, "execute")
+        if run.done(folder, "timing") is None:
+            untimed += sum(1 for line in shard if line["keep"])
+        lines += shard
     wall = sum(line.get("worker_s") or 0.0 for line in lines)
     timed = sum(1 for line in lines if line.get("worker_s"))
     memory = Counter(line.get("stage") for line in lines if not line["keep"] and is_out_of_memory(line.get("detail")))
-    return {"candidates": len(lines), **first_tasks(lines),
+    return {"candidates": len(lines), "passed": sum(1 for line in lines if line["keep"]),
+            "passed_not_yet_timed": untimed, **first_tasks(lines),
             "check_s_per_candidate_seen": {name: round(total / seen[name], 3) for name, total in seconds.items()
                                            if seen[name]},
             "worker_s_mean": round(wall / timed, 3) if timed else None,
@@ -99,7 +105,9 @@ def timed_records(run: RunDir) -> dict[str, dict]:
     for folder in shard_folders(run):
         if run.done(folder, "timing") is None:
             continue
+        in_window = {line["id"]: line["keep"] for line in run.rows(folder, "timing")}
         for record in run.rows(folder, "timed"):
+            record["in_window"] = in_window.get(record["id"])
             parts = [record.get(key) for key in ("timing_wall_s", "lock_wait_s", "timed_s")]
             rest = parts[0] - parts[1] - parts[2] if all(part is not None for part in parts) else None
             records[record["id"]] = {**record, "rest_s": rest}
@@ -117,7 +125,8 @@ def timing_profile(records: dict[str, dict]) -> dict:
     free = [r["gpu_free_gb"] for r in rows if r.get("gpu_free_gb") is not None]
     ratios = [r["eager_ms"] / (r["eager_device_us"] / 1e3) for r in rows if r.get("eager_ms") and r.get("eager_device_us")]
     memory = sum(1 for r in rows if is_out_of_memory(r.get("timing_error")))
-    return {"tasks": len(rows), **{f"{key}_mean": _mean([r.get(key) for r in rows]) for key in TIMING_FIGURES},
+    return {"tasks": len(rows), "in_window": sum(1 for r in rows if r.get("in_window")),
+            **{f"{key}_mean": _mean([r.get(key) for r in rows]) for key in TIMING_FIGURES},
             "gpu_free_gb_median": round(statistics.median(free), 2) if free else None,
             "gpu_free_gb_min": round(min(free), 2) if free else None,
             "events_over_device_1.1x": sum(1 for ratio in ratios if ratio > 1.1),
