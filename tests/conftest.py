@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -31,3 +33,12 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeou
     full_env = {**os.environ, "PYTHONWARNINGS": "ignore", **(env or {})}
     return subprocess.run([sys.executable, "-m", "opgen", *args], cwd=cwd or REPO, env=full_env,
                           capture_output=True, text=True, timeout=timeout)
+
+
+def side_by_side(lane: Callable[[int], None], lanes: tuple[int, ...] = (0, 1), timeout: float = 300) -> None:
+    """Run `lane(k)` for every k at once, each in its own thread, and wait for all (as a stage's lanes run)."""
+    threads = [threading.Thread(target=lane, args=(k,)) for k in lanes]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=timeout)

@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 
 from opgen.pipeline.executors import LocalExecutor, Stage
+from tests.conftest import side_by_side
 
 BARRIER = threading.Barrier(2, timeout=20)
 
@@ -81,11 +82,7 @@ def test_execute_lanes_keep_a_pool_each_and_run_side_by_side():
 
     kept = len(validate._KEPT_POOLS)
     try:
-        threads = [threading.Thread(target=lane, args=(index,)) for index in (0, 1)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=300)
+        side_by_side(lane)
         assert [[line["reason"] for line in lines[index]] for index in (0, 1)] == [["trivial", "exec_error"]] * 2
         pools = [validate.shared_pool(1, 60, None, None, index) for index in (0, 1)]
         assert len(validate._KEPT_POOLS) == kept + 2 and pools[0] is not pools[1]

@@ -17,6 +17,7 @@ from filters.window import RuntimeWindow
 from opgen.records import TIMING_COLUMNS
 from opgen.timing.driver import time_records, timing_summary
 from opgen.timing.measure import summarize
+from tests.conftest import side_by_side
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC_TIMING_COLUMNS = ("eager_ms", "compile_ms", "eager_ms_iqr", "compile_ms_iqr", "eager_device_us",
@@ -173,8 +174,6 @@ def test_reused_timing_pools_keep_their_workers_across_calls():
 
 def test_timing_lanes_keep_a_pool_each_side_by_side():
     """Two lanes timing at once in one process: each its own kept pool, and neither stops the other's."""
-    import threading
-
     from opgen.timing import driver as timing
 
     records = [{"id": "linear", "code": LINEAR_TASK}]
@@ -185,11 +184,7 @@ def test_timing_lanes_keep_a_pool_each_side_by_side():
                                        progress=False, reuse_pools=True, lane=number)
 
     try:
-        threads = [threading.Thread(target=lane, args=(n,)) for n in (0, 1)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=300)
+        side_by_side(lane)
         assert sorted(key[0] for key in timing._SHARED_POOLS.keys()) == [0, 1]
         assert all(results[n][0]["eager_ms"] > 0 for n in (0, 1))
         pools = timing._SHARED_POOLS.values()
