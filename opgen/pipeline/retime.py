@@ -66,7 +66,7 @@ def retime(dataset: str, options: TimingOptions, *, out: str | None = None, name
     """Time every task of `dataset`'s `config` and write config `baseline-<gpu>` (`baseline-<gpu>-<config>` for a
     precision config such as bf16); returns (folder, config name, rows)."""
     folder, hub_id = resolve_dataset(dataset, out)
-    tasks = load_tasks(folder, config=config)[:limit]
+    tasks = load_tasks(folder, fresh=True, config=config)[:limit]   # the files as they are now, not a cache
     if not tasks:
         raise UsageError(f"{folder} holds no task")
     log_path = folder / BASELINES_DIR / (".retime.jsonl" if config == "default" else f".retime-{config}.jsonl")

@@ -25,10 +25,11 @@ def size_category(n: int) -> str:
 
 
 def dataset_info_yaml(table, download_size: int) -> dict:
-    """The card's `dataset_info` as push_to_hub writes it (features and split sizes).
+    """The card's `dataset_info` of one config as push_to_hub writes it (features and split sizes).
 
-    `datasets` also keys its cache of a local folder on this, so loading a rebuilt folder (or another
-    folder of the same name) gives its own rows, not cached ones.
+    `datasets` keys its cache of a local folder on the card's `dataset_info` and `configs` (the folder's name, the
+    configs' file patterns and these sizes), not on the files: without it, a rebuilt folder or another folder of the
+    same name loads the rows cached from the first.
     """
     from datasets import DatasetInfo, Features, SplitDict, SplitInfo
 
@@ -39,7 +40,7 @@ def dataset_info_yaml(table, download_size: int) -> dict:
     return info._to_yaml_dict()
 
 
-def card_data(n_rows: int, pretty_name: str, dataset_info: dict | None = None,
+def card_data(n_rows: int, pretty_name: str, dataset_info: dict | list[dict] | None = None,
               extra_configs: list[dict] | None = None) -> DatasetCardData:
     return DatasetCardData(
         license="mit", language=["en"], pretty_name=pretty_name, size_categories=[size_category(n_rows)],
@@ -223,7 +224,7 @@ def precisions_section(default: tuple[str, list[dict], dict], parts: list[tuple[
 
 
 def render_card(rows: list[dict], stats: dict, config: dict, repo_id: str, plots: dict[str, str],
-                plot_note: str | None, dataset_info: dict | None = None, extra_configs: list[dict] | None = None,
+                plot_note: str | None, dataset_info: dict | list[dict] | None = None, extra_configs: list[dict] | None = None,
                 baselines: str = "", sources: list[dict] | None = None,
                 precisions: list[tuple[str, list[dict], dict]] | None = None) -> DatasetCard:
     """The dataset card: Hub YAML header, then how the data was made, the funnel, summaries, plots, columns.

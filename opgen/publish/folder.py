@@ -85,6 +85,20 @@ def _write_shards(table: pa.Table, folder: Path, rows_per_shard: int) -> None:
         pq.write_table(part, folder / f"train-{k:05d}-of-{shards:05d}.parquet")
 
 
+def dataset_infos(table: pa.Table, data: Path, default_dtype: str, parts: list[PrecisionPart]) -> dict | list[dict]:
+    """The card's `dataset_info`: one entry, or with other precisions one per config (default, its dtype, each
+    part's), each with its own sizes, so `datasets` keys its cache of every config on that config's files."""
+    def parquet_bytes(folder: Path) -> int:
+        return sum(f.stat().st_size for f in folder.glob("*.parquet"))
+
+    info = dataset_info_yaml(table, parquet_bytes(data))
+    if not parts:
+        return info
+    return [{"config_name": name, **info} for name in ("default", default_dtype)] + [
+        {"config_name": part.dtype, **dataset_info_yaml(part.table, parquet_bytes(data / part.dtype))}
+        for part in parts]
+
+
 def precision_configs(config: dict, parts: list[PrecisionPart]) -> list[dict]:
     """The card's configs of the precisions: each part's `data/<dtype>/`, and the default's under its own dtype."""
     default_dtype = config.get("dtype", DEFAULT_DTYPE)
@@ -110,8 +124,7 @@ def write_table_folder(table: pa.Table, stats: dict, config: dict, repo_id: str,
     keep_retimed_baselines(folder, staging)
     write_kernelbench_files(rows, staging / BASELINES_DIR)
     plots, note = write_plots(rows, config.get("mix") or {}, staging)
-    download_size = sum(f.stat().st_size for f in (staging / "data").glob("*.parquet"))
-    info = dataset_info_yaml(table, download_size)
+    info = dataset_infos(table, staging / "data", config.get("dtype", DEFAULT_DTYPE), precisions)
     section = baselines_section(staging, sorted({r["hardware"] for r in rows if r.get("eager_ms") is not None}))
     extra = (precision_configs(config, precisions) if precisions else []) + baseline_configs(staging)
     render_card(rows, stats, config, repo_id, plots, note, info, extra, section, sources,

@@ -14,7 +14,8 @@ def read_task_rows(path: Path, config: str = "default") -> list[dict]:
     if path.is_dir():
         import datasets
 
-        return datasets.load_dataset(str(path), config, split="train").to_list()
+        # read again, not from datasets' cache, which a rebuilt folder of the same name and sizes would hit
+        return datasets.load_dataset(str(path), config, split="train", download_mode="force_redownload").to_list()
     if path.suffix == ".parquet":
         import pyarrow.parquet as pq
 
