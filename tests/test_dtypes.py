@@ -3,6 +3,7 @@ checks take from the outputs' dtype, and a reduced-precision task that the visib
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -24,9 +25,15 @@ def run_task(code: str) -> torch.Tensor:
 
 @pytest.mark.parametrize("dtype, spelling, torch_dtype", [("bf16", "torch.bfloat16", torch.bfloat16),
                                                           ("fp16", "torch.float16", torch.float16)])
-def test_a_reduced_precision_task_draws_its_inputs_and_holds_its_parameters_in_it(dtype, spelling, torch_dtype):
+def test_a_reduced_precision_task_draws_its_inputs_and_holds_its_parameters_in_it(dtype, spelling, torch_dtype,
+                                                                                 tmp_path, monkeypatch):
+    from opgen.vocab import dtype_support
+
+    monkeypatch.setattr(dtype_support, "SUPPORT_PATH", tmp_path / "none.json")   # every operator has a kernel
+    dtype_support.vocabulary_for.cache_clear()
     fp32 = sample_records(0, 0, 6, "smoke")
     reduced = sample_records(0, 0, 6, "smoke", dtype=dtype)
+    dtype_support.vocabulary_for.cache_clear()
     assert [r["ops"] for r in reduced] == [r["ops"] for r in fp32]     # the same chains, in another precision
     assert all("dtype=" not in r["code"] and "self.to(" not in r["code"] for r in fp32)
     for record in reduced:
@@ -85,7 +92,10 @@ def test_the_probe_leaves_out_an_operator_without_a_kernel_in_the_precision(tmp_
 
 @pytest.mark.heavy
 def test_builds_in_two_precisions_publish_as_configs_named_by_dtype(tmp_path_factory, tmp_path):
+    import shutil
+
     import datasets
+    import pyarrow.parquet as pq
     from huggingface_hub import DatasetCard
 
     from opgen.cli import main
@@ -99,6 +109,16 @@ def test_builds_in_two_precisions_publish_as_configs_named_by_dtype(tmp_path_fac
     folder = tmp_path / "dataset"
     assert main(["publish", str(fp32), str(bf16), "--repo-id", "opgen/precisions", "--dry-run",
                  "--out", str(folder)]) == 0
+    # another folder of the same name, the same fp32 rows and fewer bf16 rows, read through one cache: its own rows
+    smaller = tmp_path / "bf16-small"
+    shutil.copytree(bf16, smaller)
+    pq.write_table(pq.read_table(smaller / "tasks.parquet").slice(0, 2), smaller / "tasks.parquet")
+    other = tmp_path / "other" / "dataset"
+    assert main(["publish", str(fp32), str(smaller), "--repo-id", "opgen/precisions", "--dry-run",
+                 "--out", str(other)]) == 0
+    cache = str(tmp_path / "hf-cache")
+    for published, rows in ((folder, pq.read_metadata(bf16 / "tasks.parquet").num_rows), (other, 2)):
+        assert datasets.load_dataset(str(published), "bf16", split="train", cache_dir=cache).num_rows == rows
     default = datasets.load_dataset(str(folder), split="train")
     reduced = datasets.load_dataset(str(folder), "bf16", split="train")
     assert set(default["dtype"]) == {"fp32"} and set(reduced["dtype"]) == {"bf16"}
@@ -112,12 +132,17 @@ def test_builds_in_two_precisions_publish_as_configs_named_by_dtype(tmp_path_fac
     assert main(["check", str(folder), "--config", "bf16", "--device", "cpu", "--sample", "2", "--no-progress"]) == 0
     timed = datasets.load_dataset(str(folder), "baseline-ci-cpu-bf16", split="train")
     assert sorted(timed["id"]) == sorted(reduced["id"]) and all(ms > 0 for ms in timed["eager_ms"])
+    from scripts.analysis import precision_twins
+
+    twins_file = tmp_path / "twins.jsonl"
+    assert precision_twins.main(["twins", str(folder), "--config", "bf16", "--out", str(twins_file)]) == 0
+    twins = [json.loads(line) for line in twins_file.read_text().splitlines()]
+    assert sorted(t["twin_of"] for t in twins) == sorted(reduced["id"]) and {t["dtype"] for t in twins} == {"fp32"}
 
 
 def test_precision_twins_are_the_same_graph_in_fp32_and_give_the_speedups(tmp_path):
     """A bf16 task's fp32 twin is its own graph and sizes rendered in fp32 (not the fp32 sample of the same seed,
     which may fit other sizes); the speed-ups divide the twin's time by the task's."""
-    import json
     import sys
     from pathlib import Path
 

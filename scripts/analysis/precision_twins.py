@@ -5,11 +5,13 @@ their fp32 twins, the same graph and sizes rendered in fp32.
     opgen time --input TWINS.jsonl --out TIMED_TWINS.jsonl --device cuda
     python scripts/analysis/precision_twins.py speedups TASKS TIMED_TWINS.jsonl
 
-TASKS: a tasks parquet (a run folder's `tasks.parquet`, a published shard) or JSONL, with `graph`, `id` and, for
-`speedups`, the timing columns. A twin is rendered from the task's stored graph (sizes as fitted for the task's own
-precision), so it is the same computation on the same shapes: sampling the same seed in fp32 fits other sizes to
-the window for some chains (7 of the 20 candidates `sample_records(0, 0, 20, "gpu", dtype="bf16")` render otherwise
-than the fp32 ones of the same call, their graphs' dtype dropped).
+TASKS: a run folder, a published folder (`--config` names its precision, default bf16), a tasks parquet or a
+JSONL, with `graph`, `id` and, for `speedups`, the timing columns. A twin is rendered from the task's stored graph
+(sizes as fitted for the task's own precision), so it is the same computation on the same shapes. Sampling the same
+seed in fp32 draws other tasks: a precision's vocabulary leaves out the operators without a kernel in it
+(`torch.cdist` in bf16 and fp16), which moves every later draw (13 of the 20 chains of `sample_records(0, 0, 20,
+"gpu", dtype="bf16")` differ from the fp32 ones of the same call), and sizes are fitted to the window for the
+precision.
 """
 
 from __future__ import annotations
@@ -73,12 +75,14 @@ def main(argv: list[str] | None = None) -> int:
     compare = sub.add_parser("speedups", help="the tasks' speed-ups over their timed twins")
     compare.add_argument("tasks", type=Path)
     compare.add_argument("twins", type=Path)
+    for command in (make, compare):
+        command.add_argument("--config", default="bf16", help="the published folder's config TASKS come from")
     args = parser.parse_args(argv)
     for path in [args.tasks] + ([args.twins] if args.command == "speedups" else []):
-        if not path.is_file():
-            print(f"error: no such file: {path}", file=sys.stderr)
+        if not path.exists():
+            print(f"error: no such file or folder: {path}", file=sys.stderr)
             return 2
-    tasks = read_task_rows(args.tasks)
+    tasks = read_task_rows(args.tasks, args.config)
     if args.command == "twins":
         with args.out.open("w", encoding="utf-8") as handle:
             for task in tasks:
