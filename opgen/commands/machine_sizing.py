@@ -9,11 +9,11 @@ import psutil
 
 from opgen.sandbox.gpus import MAX_WORKERS_PER_GPU
 
-# The share of a GPU's cores given to timing lanes, from the pace of each stage in the 6,000-task build on one H200
-# (docs/benchmarks.md): a sandbox worker clears a candidate in 9.7 s, 89% of them pass, and a timing lane times a
-# task in 5.6 s, so keeping pace takes 0.52 timing lanes per sandbox worker, 34% of the cores. With 4 lanes of 16
-# (25%) 770 checked candidates waited for timing; half the cores for timing had left compiles short of CPU.
-TIMING_SHARE = 3 / 8
+# The share of a GPU's cores given to timing lanes, from the 6,000-task build on one H200 (docs/benchmarks.md).
+# Timing sets the pace either way (some 750 checked candidates wait for it with 4 lanes or 6), because every lane's
+# timed run holds the GPU alone: 6 lanes of 16 timed a task in 8.2 s of lane wall (4 lanes: 7.0 s) and published
+# 33-35 tasks/min against 39 with 4, so the extra lanes only add waiting for the GPU's lock.
+TIMING_SHARE = 1 / 4
 # A limit per worker, not a reservation: workers seldom peak together, and gpu-size tasks hold their
 # tensors on the GPU, so a ninth of the host's memory each (at most 14,000 MB) leaves room for the rest.
 MEMORY_SHARE = 9

@@ -14,7 +14,9 @@
 #   MODE=stop: end the background build (SIGTERM: it saves its state on the way out) and copy the state.
 #
 # Whichever call finds the build complete publishes it and leaves the folder as $OUT/$NAME.tar.gz. DTYPE=bf16 or fp16
-# builds in that precision (give it its own NAME).
+# builds in that precision (give it its own NAME). BUILD_FLAGS adds options to the build (for example
+# BUILD_FLAGS="--workers 10 --timing-workers 6" to compare a split of the cores with the defaults; a build started
+# in the background keeps the flags it started with until MODE=stop).
 set -u
 export PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore HF_HUB_OFFLINE=1
 OUT=${OUT:-/tmp/opgen-device}; N=${N:-6000}; SEED=${SEED:-0}; NAME=${NAME:-opgen-ops-6k}; BUILD_S=${BUILD_S:-540}
@@ -29,7 +31,7 @@ build_args() {  # the README's command; $1: the state file it saves
   local resume=()
   [ -f ".devstate/$NAME.state" ] && resume=(--resume-from ".devstate/$NAME.state")
   echo --n "$N" --seed "$SEED" --out "$RUN" --device "$DEVICE" --profile "$PROFILE" \
-    --reference .devdata/problems.jsonl --dtype "$DTYPE" --no-progress --save-state "$1" "${resume[@]}"
+    --reference .devdata/problems.jsonl --dtype "$DTYPE" --no-progress --save-state "$1" "${resume[@]}" ${BUILD_FLAGS:-}
 }
 
 copy_state() {  # $1: the state file; its latest whole save into $OUT (a save under way: copy again)
