@@ -87,6 +87,7 @@ COLUMN_REGISTRY: tuple[Column, ...] = (
     # timing columns kept in the run folder (timed.jsonl) but not published
     Column("compile_s", _F, "timing", "", published=False),
     Column("tf32", pa.bool_(), "timing", "", published=False),
+    Column("compile_cache_hit", pa.bool_(), "timing", "", published=False),
     Column("compute_dtype", _S, "timing", "", published=False),   # the floating dtype the peaks are read for
     *(Column(name, _I, "timing", "", published=False) for name in ("eager_retimes", "compile_retimes")),
     *(Column(name, _F, "timing", "", published=False) for name in (
@@ -95,7 +96,7 @@ COLUMN_REGISTRY: tuple[Column, ...] = (
         "compute_capability", "timing_device", "timing_status", "timing_error")),
     *(Column(name, _F, "timing", "", published=False) for name in (
         "timing_wall_s", "setup_s", "warmup_s", "warmup_lock_wait_s", "lock_wait_s", "timed_s", "profile_read_s",
-        "gpu_free_gb", "timing_cpu_s")),
+        "gpu_free_gb", "timing_cpu_s", "compile_lock_wait_s")),
 )
 
 DATASET_SCHEMA = pa.schema([(c.name, c.type) for c in COLUMN_REGISTRY if c.published])

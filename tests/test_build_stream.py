@@ -340,10 +340,24 @@ def test_run_profile_reads_where_the_workers_time_went(streamed, tmp_path, capsy
     assert timing["tasks"] == stats["funnel"]["stages"]["runtime_window"]["seen"] and timing["timing_cpu_s_mean"] > 0
     assert timing["in_window"] == stats["funnel"]["stages"]["runtime_window"]["kept"]
     assert timing["tasks"] <= execute["passed"] <= execute["candidates"]
+    assert timing["compile_cache_hit_share"] > 0.5   # timing's compile reads what the compile check wrote
     # a run compared with itself: the same tasks, every ratio 1
     assert figures["compare"]["tasks"] == timing["tasks"]
     assert {figure["median_ratio"] for key, figure in figures["compare"].items() if key != "tasks"} == {1.0}
     assert run_profile.main([str(tmp_path)]) == 2 and "not an opgen run folder" in capsys.readouterr().err
+    # --since an earlier copy of the build that lacked one shard: that shard's figures alone
+    earlier = tmp_path / "earlier"
+    shutil.copytree(streamed, earlier)
+    def lines(shard: Path, name: str) -> list[str]:
+        return (shard / f"{name}.jsonl").read_text().splitlines()
+
+    shard = max((path for path in (earlier / "shards").iterdir() if path.is_dir()), key=lambda p: len(lines(p, "timed")))
+    shutil.rmtree(shard)
+    assert run_profile.main([str(streamed), "--since", str(earlier), "--json", str(out)]) == 0
+    since = json.loads(out.read_text())
+    assert since["execute"]["candidates"] == len(lines(streamed / "shards" / shard.name, "execute")) < execute["candidates"]
+    assert 0 < since["timing"]["tasks"] == len(lines(streamed / "shards" / shard.name, "timed")) < timing["tasks"]
+    assert since["execute"]["passed_not_yet_timed"] == execute["passed_not_yet_timed"]
     # the same figures from the build's state file (what a build on lent machines brings back)
     from opgen.pipeline.state import save_state
 

@@ -92,11 +92,19 @@ def test_inductor_autotuning_holds_the_shared_lock(tmp_path):
     path = str(tmp_path / "gpu")
     if not hasattr(benchmarking, "maybe_gpu_benchmark_lock"):
         pytest.skip("this torch has no benchmark lock hook (the fallback is tested below)")
-    with inductor_benchmarks_locked(path):
+    with inductor_benchmarks_locked(path) as waits:
         assert not _locked_elsewhere(path)
         with benchmarking.maybe_gpu_benchmark_lock():
             assert _locked_elsewhere(path)
         assert not _locked_elsewhere(path)
+        log: list = []
+        timed_run = _hold(path, False, 0.4, log, "timed")   # a timed run holds the GPU alone: the benchmark waits
+        while not log:
+            time.sleep(0.01)
+        with benchmarking.maybe_gpu_benchmark_lock():
+            assert _span(log, "timed")[1] <= time.monotonic()
+        timed_run.join()
+    assert waits.holds == 2 and 0.2 < waits.seconds < 5
     with benchmarking.maybe_gpu_benchmark_lock():
         assert not _locked_elsewhere(path)
 
@@ -109,8 +117,8 @@ def test_inductor_autotuning_fallback_wraps_the_benchmarker(tmp_path, monkeypatc
     monkeypatch.delattr(benchmarking, "set_gpu_benchmark_lock_context", raising=False)
     monkeypatch.setattr(type(benchmarking.benchmarker), "benchmark_gpu",
                         lambda self, fn, **kwargs: seen.append(_locked_elsewhere(path)) or 1.0)
-    with inductor_benchmarks_locked(path):
+    with inductor_benchmarks_locked(path) as waits:
         assert benchmarking.benchmarker.benchmark_gpu(lambda: None, rep=40) == 1.0
     benchmarking.benchmarker.benchmark_gpu(lambda: None)
-    assert seen == [True, False]
+    assert seen == [True, False] and waits.holds == 1
     assert "benchmark_gpu" not in vars(benchmarking.benchmarker)

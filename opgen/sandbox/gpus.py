@@ -7,7 +7,9 @@ import fcntl
 import os
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from opgen.errors import UsageError
@@ -113,26 +115,41 @@ def gpu_lock(path: str | None, shared: bool = False) -> Iterator[None]:
             fcntl.flock(gate, fcntl.LOCK_UN)
 
 
+@dataclass
+class LockWaits:
+    """Seconds spent waiting for the GPU's lock, and how many holds were taken."""
+
+    seconds: float = 0.0
+    holds: int = 0
+
+
 @contextlib.contextmanager
-def inductor_benchmarks_locked(path: str | None) -> Iterator[None]:
+def inductor_benchmarks_locked(path: str | None) -> Iterator[LockWaits]:
     """Inductor's autotuning benchmarks (tens of ms of GPU per kernel config, run on a compiled kernel's first
-    call) hold the shared lock, so a compile beside a timed trial never runs them inside its window.
+    call) hold the shared lock, so a compile beside a timed trial never runs them inside its window. Yields the
+    benchmarks' waits for the lock, counted as they happen.
 
     Uses torch's own hook (`set_gpu_benchmark_lock_context`, torch >= 2.13); older releases get the module
     benchmarker's `benchmark_gpu` wrapped for the duration.
     """
+    waits = LockWaits()
     if not path:
-        yield
+        yield waits
         return
     from torch._inductor.runtime import benchmarking
 
-    def shared_hold():
-        return gpu_lock(path, shared=True)
+    @contextlib.contextmanager
+    def shared_hold() -> Iterator[None]:
+        waiting = time.perf_counter()
+        with gpu_lock(path, shared=True):
+            waits.seconds += time.perf_counter() - waiting
+            waits.holds += 1
+            yield
 
     if hasattr(benchmarking, "set_gpu_benchmark_lock_context"):
         previous = benchmarking.set_gpu_benchmark_lock_context(shared_hold)
         try:
-            yield
+            yield waits
         finally:
             benchmarking.set_gpu_benchmark_lock_context(previous)
         return
@@ -145,7 +162,7 @@ def inductor_benchmarks_locked(path: str | None) -> Iterator[None]:
 
     instance.benchmark_gpu = benchmark_gpu
     try:
-        yield
+        yield waits
     finally:
         if own is None:
             del instance.benchmark_gpu  # the class's method shows through again

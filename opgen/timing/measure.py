@@ -91,8 +91,12 @@ def measure_task(payload: dict) -> dict:
     try:
         compiled, compile_error = None, None
         if payload.get("compile", True):
-            with inductor_benchmarks_locked(lock):  # autotuning beside another worker's timed trials: shared
+            hits = torch._dynamo.utils.counters["inductor"]["fxgraph_cache_hit"]
+            with inductor_benchmarks_locked(lock) as waits:  # autotuning beside others' timed trials: shared
                 compiled, result["compile_s"], compile_error = _compile(torch, model, inputs)
+            result["compile_lock_wait_s"] = waits.seconds
+            # whether inductor's cache (the compile check's, on one machine) gave the graph: a compile paid once
+            result["compile_cache_hit"] = torch._dynamo.utils.counters["inductor"]["fxgraph_cache_hit"] > hits
         timed_plan = plan
         warming = time.perf_counter()
         if lock:  # untimed warm-ups beside other GPU work, in short shared holds; the last few hold the GPU alone

@@ -1,7 +1,7 @@
 """Where a build's worker time went, from its run folder (finished or not): the figures of docs/benchmarks.md's
 device sections, read the same way every time.
 
-    python scripts/analysis/run_profile.py RUN_DIR [--compare OTHER_RUN_DIR] [--json OUT.json]
+    python scripts/analysis/run_profile.py RUN_DIR [--compare OTHER_RUN_DIR] [--since EARLIER] [--json OUT.json]
     python scripts/analysis/run_profile.py STATE_FILE ...     (a build's --save-state file: read from its archive)
 
 Execute stage (finished shards): candidates executed, how many passed the checks (and, of those, how many wait in
@@ -9,9 +9,12 @@ shards not yet timed), the worker processes that ran them and the mean seconds o
 later ones, each check's seconds per candidate it saw (from the shards' `execute.done` funnels; the `sandbox` stage
 is the worker's time outside the checks), the workers' CPU and lock-wait shares (`worker_cpu_s`,
 `worker_lock_wait_s` over `worker_s`), and rejections for GPU memory by stage. Timing stage: tasks timed and how
-many fell inside the window, means of a task's wall, lock wait, exclusive window, the rest, and its CPU seconds;
-free GPU memory at the window; how many tasks' event times exceed the profiler's device time by 1.1x and 1.5x.
+many fell inside the window, means of a task's wall, lock wait, exclusive window, the rest, and its CPU seconds,
+the compile's seconds and its autotuning's wait for the lock, the share of compiles inductor's cache gave (the
+compile check's, on the same machine); free GPU memory at the window; how many tasks' event times exceed the profiler's device time by 1.1x and 1.5x.
 `--compare` prints, for the tasks both run folders timed, each timing figure's mean in both and the median ratio.
+`--since` (an earlier run folder or state of the same build) counts only the shards each stage finished after it: the
+figures of one run of a build that moves between machines (`passed_not_yet_timed` stays the whole build's).
 """
 
 from __future__ import annotations
@@ -33,16 +36,21 @@ from opgen.pipeline.state import read_state, restore_state  # noqa: E402
 from opgen.sandbox.pool import is_out_of_memory  # noqa: E402
 
 TIMING_FIGURES = ("timing_wall_s", "setup_s", "warmup_s", "warmup_lock_wait_s", "lock_wait_s", "timed_s", "rest_s", "timing_cpu_s",
-                  "compile_s", "profile_read_s")
+                  "compile_s", "compile_lock_wait_s", "profile_read_s")
 
 
 def shard_folders(run: RunDir) -> list[Path]:
     return sorted(path for path in (run.root / "shards").glob("*") if path.is_dir())
 
 
-def execute_profile(run: RunDir) -> dict:
+def finished_shards(run: RunDir, stage: str) -> set[str]:
+    """The names of the shards whose `stage` has finished."""
+    return {folder.name for folder in shard_folders(run) if run.done(folder, stage) is not None}
+
+
+def execute_profile(run: RunDir, skip: set[str] = frozenset()) -> dict:
     """Per-candidate check seconds, CPU and lock-wait shares, GPU memory (peaks, retries, rejections) of the finished
-    execute shards."""
+    execute shards, less those named in `skip`."""
     seconds: Counter = Counter()
     seen: Counter = Counter()
     lines: list[dict] = []
@@ -51,12 +59,14 @@ def execute_profile(run: RunDir) -> dict:
         marker = run.done(folder, "execute")
         if marker is None:
             continue
-        for name, stage in marker["funnel"].get("stages", {}).items():
-            seconds[name] += stage["seconds"]
-            seen[name] += stage["seen"]
         shard = run.rows(folder, "execute")
         if run.done(folder, "timing") is None:
             untimed += sum(1 for line in shard if line["keep"])
+        if folder.name in skip:
+            continue
+        for name, stage in marker["funnel"].get("stages", {}).items():
+            seconds[name] += stage["seconds"]
+            seen[name] += stage["seen"]
         lines += shard
     wall = sum(line.get("worker_s") or 0.0 for line in lines)
     timed = sum(1 for line in lines if line.get("worker_s"))
@@ -99,11 +109,12 @@ def first_tasks(lines: list[dict]) -> dict:
             "later_task_cpu_s_mean": _mean([line.get("worker_cpu_s") for line in later])}
 
 
-def timed_records(run: RunDir) -> dict[str, dict]:
-    """The timed records of the finished timing shards, by id, with `rest_s` (wall less lock wait and window)."""
+def timed_records(run: RunDir, skip: set[str] = frozenset()) -> dict[str, dict]:
+    """The timed records of the finished timing shards (less those named in `skip`), by id, with `rest_s` (wall
+    less lock wait and window)."""
     records = {}
     for folder in shard_folders(run):
-        if run.done(folder, "timing") is None:
+        if run.done(folder, "timing") is None or folder.name in skip:
             continue
         in_window = {line["id"]: line["keep"] for line in run.rows(folder, "timing")}
         for record in run.rows(folder, "timed"):
@@ -125,7 +136,9 @@ def timing_profile(records: dict[str, dict]) -> dict:
     free = [r["gpu_free_gb"] for r in rows if r.get("gpu_free_gb") is not None]
     ratios = [r["eager_ms"] / (r["eager_device_us"] / 1e3) for r in rows if r.get("eager_ms") and r.get("eager_device_us")]
     memory = sum(1 for r in rows if is_out_of_memory(r.get("timing_error")))
+    hits = [r["compile_cache_hit"] for r in rows if r.get("compile_cache_hit") is not None]
     return {"tasks": len(rows), "in_window": sum(1 for r in rows if r.get("in_window")),
+            "compile_cache_hit_share": round(sum(hits) / len(hits), 3) if hits else None,
             **{f"{key}_mean": _mean([r.get(key) for r in rows]) for key in TIMING_FIGURES},
             "gpu_free_gb_median": round(statistics.median(free), 2) if free else None,
             "gpu_free_gb_min": round(min(free), 2) if free else None,
@@ -149,12 +162,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path, help="a run folder, or a build's state file (--save-state)")
     parser.add_argument("--compare", type=Path, help="another run folder: the same tasks' timing side by side")
+    parser.add_argument("--since", type=Path, help="an earlier run folder or state of the same build: only the "
+                                                   "shards finished after it")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as scratch:
         try:
-            args.run_dir, args.compare = (_run_folder(path, Path(scratch) / str(k)) if path else None
-                                          for k, path in enumerate((args.run_dir, args.compare)))
+            args.run_dir, args.compare, args.since = (
+                _run_folder(path, Path(scratch) / str(k)) if path else None
+                for k, path in enumerate((args.run_dir, args.compare, args.since)))
         except UsageError as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
@@ -171,13 +187,15 @@ def _run_folder(path: Path, scratch: Path) -> Path:
 
 
 def _profile(args: argparse.Namespace) -> int:
-    for folder in (args.run_dir, args.compare):
+    for folder in (args.run_dir, args.compare, args.since):
         if folder is not None and not (folder / "config.json").is_file():
             print(f"error: {folder} is not an opgen run folder (no config.json)", file=sys.stderr)
             return 2
     run = RunDir(args.run_dir)
-    records = timed_records(run)
-    figures = {"execute": execute_profile(run), "timing": timing_profile(records)}
+    earlier = RunDir(args.since) if args.since is not None else None
+    executed = finished_shards(earlier, "execute") if earlier else set()
+    records = timed_records(run, finished_shards(earlier, "timing") if earlier else set())
+    figures = {"execute": execute_profile(run, executed), "timing": timing_profile(records)}
     if args.compare is not None:
         figures["compare"] = compare(records, timed_records(RunDir(args.compare)))
     text = json.dumps(figures, indent=1)
