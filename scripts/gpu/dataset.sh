@@ -12,6 +12,8 @@
 #     whole state into $OUT. No machine start-up or first task paid again per call.
 #       OUT=$OUT MODE=hold WAIT_S=560 bash scripts/gpu/dataset.sh
 #   MODE=stop: end the background build (SIGTERM: it saves its state on the way out) and copy the state.
+#   MODE=restart: end it the same way and start it again here (with this call's BUILD_FLAGS), resuming from its run
+#     folder; then as MODE=hold. Two splits of the cores compared on one machine, one after the other.
 #
 # Whichever call finds the build complete publishes it and leaves the folder as $OUT/$NAME.tar.gz. DTYPE=bf16 or fp16
 # builds in that precision (give it its own NAME). BUILD_FLAGS adds options to the build (for example
@@ -47,11 +49,23 @@ copy_state() {  # $1: the state file; its latest whole save into $OUT (a save un
 }
 
 publish_if_complete() {  # $1: the build's exit status
+  # The published folder comes back as $NAME.tar.gz (split into $NAME.tar.gz.part-NN of 15 MiB past that size:
+  # cat $NAME.tar.gz.part-* | tar -xz), the run log, publish log, stats and machine facts as $NAME-build.tar.gz:
+  # a call returns at most 8 files of at most 16 MiB.
   if [ "$1" -eq 0 ] && [ -f "$RUN/tasks.parquet" ]; then
-    rm -rf "/tmp/$NAME" && python3 -m opgen publish "$RUN" --repo-id "opgen/$NAME" --dry-run --out "/tmp/$NAME" \
-      > "$OUT/publish.log" 2>&1
-    tail -n 5 "$OUT/publish.log"
-    tar -czf "$OUT/$NAME.tar.gz" -C /tmp "$NAME" && cp "$RUN/stats.json" "$OUT/"
+    local logs="/tmp/$NAME-build"
+    rm -rf "/tmp/$NAME" "$logs" && mkdir -p "$logs"
+    python3 -m opgen publish "$RUN" --repo-id "opgen/$NAME" --dry-run --out "/tmp/$NAME" > "$logs/publish.log" 2>&1
+    local published=$?
+    tail -n 5 "$logs/publish.log"
+    cp "$RUN/stats.json" "$logs/"; mv "$OUT/run.log" "$OUT/machine.txt" "$logs/" 2>/dev/null
+    tar -czf "$OUT/$NAME-build.tar.gz" -C /tmp "$NAME-build"
+    [ "$published" -eq 0 ] || { echo "publish failed: see publish.log in $NAME-build.tar.gz"; return 1; }
+    tar -czf "$OUT/$NAME.tar.gz" -C /tmp "$NAME"
+    if [ "$(stat -c %s "$OUT/$NAME.tar.gz")" -gt $((15 << 20)) ]; then
+      split -b 15M -d "$OUT/$NAME.tar.gz" "$OUT/$NAME.tar.gz.part-" && rm "$OUT/$NAME.tar.gz"
+    fi
+    ls -l "$OUT"
   fi
 }
 
@@ -66,7 +80,16 @@ case "$MODE" in
     cp "$RUN/logs/build.log" "$OUT/run.log" 2>/dev/null
     publish_if_complete "$status"
     ;;
-  hold|stop)
+  hold|stop|restart)
+    if [ "$MODE" != hold ] && running; then   # SIGTERM: the build saves its state on the way out
+      pkill -TERM -f "^python3 -m opgen build .*--save-state $HOLD/$NAME.state"
+      deadline=$((SECONDS + 120))
+      while running && [ "$SECONDS" -lt "$deadline" ]; do sleep 2; done
+    fi
+    if [ "$MODE" = restart ]; then
+      running && { echo "the build did not stop in 120 s"; exit 2; }
+      rm -f "$HOLD/exit" "$HOLD/pid"; MODE=hold
+    fi
     if [ "$MODE" = hold ] && ! running && [ ! -f "$HOLD/exit" ]; then
       if other=$(pgrep -af "^python3 -m opgen build"); then   # two builds would time on one GPU at once
         echo "another build runs here, not starting $NAME: $other"; exit 2
@@ -77,10 +100,7 @@ case "$MODE" in
                             echo \$? > '$HOLD/exit'" > /dev/null 2>&1 &
       echo $! > "$HOLD/pid"
     fi
-    if [ "$MODE" = stop ] && running; then
-      pkill -TERM -f "^python3 -m opgen build .*--save-state $HOLD/$NAME.state"
-      WAIT_S=120
-    fi
+    [ "$MODE" = stop ] && WAIT_S=0
     deadline=$((SECONDS + WAIT_S))
     while running && [ ! -f "$HOLD/exit" ] && [ "$SECONDS" -lt "$deadline" ]; do sleep 5; done
     tail -n 12 "$HOLD/build.log"
@@ -90,7 +110,7 @@ case "$MODE" in
     echo "build: $status"
     [ "$status" != running ] && publish_if_complete "$status"
     ;;
-  *) echo "MODE must be once, hold or stop, not $MODE"; exit 2 ;;
+  *) echo "MODE must be once, hold, stop or restart, not $MODE"; exit 2 ;;
 esac
 [ "$MODE" = once ] && echo "build exit $status"
 echo "state: $(ls -l "$OUT/$NAME".state* 2>/dev/null | awk '{s += $5} END {print s}') bytes"
