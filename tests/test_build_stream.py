@@ -364,4 +364,12 @@ def test_run_profile_reads_where_the_workers_time_went(streamed, tmp_path, capsy
     save_state(streamed, tmp_path / "build.state")
     assert run_profile.main([str(tmp_path / "build.state"), "--json", str(tmp_path / "from_state.json")]) == 0
     from_state = json.loads((tmp_path / "from_state.json").read_text())
-    assert from_state == {key: figures[key] for key in ("execute", "timing")}
+    assert from_state == {key: figures[key] for key in ("execute", "timing", "window")}
+    # the window's rejections against the sampler's estimate: what a cut on it would spare and lose
+    records = {"kept": {"in_window": True, "eager_ms": 5.0, "estimated_gpu_ms": 1.15},
+               "fast": {"in_window": False, "eager_ms": 0.5, "estimated_gpu_ms": 1.05},
+               "slow": {"in_window": False, "eager_ms": 150.0, "estimated_gpu_ms": 90.0},
+               "failed": {"in_window": False, "eager_ms": None}}
+    window = run_profile.window_profile(records, (1.0, 100.0))
+    assert (window["below"], window["above"], window["below_estimate_ms_median"]) == (1, 1, 1.05)
+    assert window["estimate_cut_spares_loses"]["1.1"] == [1, 0] and window["estimate_cut_spares_loses"]["1.2"] == [1, 1]

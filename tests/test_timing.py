@@ -220,6 +220,10 @@ def test_untimed_warm_ups_take_as_many_calls_a_hold_as_fit_in_a_short_hold(tmp_p
     slow = measure.WARMUP_HOLD_MS / 1e3 * 1.5
     measure._warm_up_in_short_holds(torch, lambda x: time.sleep(slow), [1], 3, str(tmp_path / "gpu.lock"))
     assert holds == [True, True, True]
+    holds.clear()
+    monkeypatch.setenv(measure.WARMUP_HOLD_ENV, str(measure.WARMUP_HOLD_MS * 10))   # longer holds: fewer of them
+    measure._warm_up_in_short_holds(torch, lambda x: time.sleep(slow), [1], 3, str(tmp_path / "gpu.lock"))
+    assert holds == [True, True]
 
 
 def test_timing_asked_to_stop_returns_nothing_and_times_no_more():

@@ -12,6 +12,8 @@ is the worker's time outside the checks), the workers' CPU and lock-wait shares 
 many fell inside the window, means of a task's wall, lock wait, exclusive window, the rest, and its CPU seconds,
 the compile's seconds and its autotuning's wait for the lock, the share of compiles inductor's cache gave (the
 compile check's, on the same machine); free GPU memory at the window; how many tasks' event times exceed the profiler's device time by 1.1x and 1.5x.
+Window: the timed tasks the runtime window rejected, below and above it, and for cuts on the sampler's estimate
+(`estimated_gpu_ms`) how many below-window timings each would spare and how many in-window tasks it would lose.
 `--compare` prints, for the tasks both run folders timed, each timing figure's mean in both and the median ratio.
 `--since` (an earlier run folder or state of the same build) counts only the shards each stage finished after it: the
 figures of one run of a build that moves between machines (`passed_not_yet_timed` stays the whole build's).
@@ -146,6 +148,27 @@ def timing_profile(records: dict[str, dict]) -> dict:
             "events_over_device_1.5x": sum(1 for ratio in ratios if ratio > 1.5), "out_of_memory": memory}
 
 
+ESTIMATE_CUTS_MS = (1.1, 1.2, 1.5, 2.0)
+
+
+def window_profile(records: dict[str, dict], window_ms: tuple[float, float]) -> dict:
+    """The timed tasks the window rejected (below it, above it), the sampler's estimate of those below, and what a
+    cut on the estimate would have done: the below-window timings it spares and the in-window tasks it loses."""
+    rows = list(records.values())
+    below = [r for r in rows if not r.get("in_window") and r.get("eager_ms") is not None and r["eager_ms"] < window_ms[0]]
+    above = [r for r in rows if not r.get("in_window") and r.get("eager_ms") is not None and r["eager_ms"] > window_ms[1]]
+    kept = [r for r in rows if r.get("in_window")]
+
+    def estimated_below(group: list[dict], cut: float) -> int:
+        return sum(1 for r in group if r.get("estimated_gpu_ms") is not None and r["estimated_gpu_ms"] < cut)
+
+    estimates = [r["estimated_gpu_ms"] for r in below if r.get("estimated_gpu_ms") is not None]
+    return {"below": len(below), "above": len(above),
+            "below_estimate_ms_median": round(statistics.median(estimates), 3) if estimates else None,
+            "estimate_cut_spares_loses": {str(cut): [estimated_below(below, cut), estimated_below(kept, cut)]
+                                          for cut in ESTIMATE_CUTS_MS}}
+
+
 def compare(mine: dict[str, dict], other: dict[str, dict]) -> dict:
     """For the tasks both runs timed: each figure's mean in both, and the median ratio this run / the other."""
     common = sorted(set(mine) & set(other))
@@ -195,7 +218,9 @@ def _profile(args: argparse.Namespace) -> int:
     earlier = RunDir(args.since) if args.since is not None else None
     executed = finished_shards(earlier, "execute") if earlier else set()
     records = timed_records(run, finished_shards(earlier, "timing") if earlier else set())
-    figures = {"execute": execute_profile(run, executed), "timing": timing_profile(records)}
+    window = json.loads((run.root / "config.json").read_text()).get("runtime_window_ms") or (1.0, 100.0)
+    figures = {"execute": execute_profile(run, executed), "timing": timing_profile(records),
+               "window": window_profile(records, tuple(window))}
     if args.compare is not None:
         figures["compare"] = compare(records, timed_records(RunDir(args.compare)))
     text = json.dumps(figures, indent=1)
