@@ -85,7 +85,7 @@ def _write_shards(table: pa.Table, folder: Path, rows_per_shard: int) -> None:
         pq.write_table(part, folder / f"train-{k:05d}-of-{shards:05d}.parquet")
 
 
-def dataset_infos(table: pa.Table, data: Path, default_dtype: str, parts: list[PrecisionPart]) -> dict | list[dict]:
+def dataset_infos(table: pa.Table, data: Path, config: dict, parts: list[PrecisionPart]) -> dict | list[dict]:
     """The card's `dataset_info`: one entry, or with other precisions one per config (default, its dtype, each
     part's), each with its own sizes, so `datasets` keys its cache of every config on that config's files."""
     def parquet_bytes(folder: Path) -> int:
@@ -94,7 +94,7 @@ def dataset_infos(table: pa.Table, data: Path, default_dtype: str, parts: list[P
     info = dataset_info_yaml(table, parquet_bytes(data))
     if not parts:
         return info
-    return [{"config_name": name, **info} for name in ("default", default_dtype)] + [
+    return [{"config_name": name, **info} for name in ("default", config.get("dtype", DEFAULT_DTYPE))] + [
         {"config_name": part.dtype, **dataset_info_yaml(part.table, parquet_bytes(data / part.dtype))}
         for part in parts]
 
@@ -124,7 +124,7 @@ def write_table_folder(table: pa.Table, stats: dict, config: dict, repo_id: str,
     keep_retimed_baselines(folder, staging)
     write_kernelbench_files(rows, staging / BASELINES_DIR)
     plots, note = write_plots(rows, config.get("mix") or {}, staging)
-    info = dataset_infos(table, staging / "data", config.get("dtype", DEFAULT_DTYPE), precisions)
+    info = dataset_infos(table, staging / "data", config, precisions)
     section = baselines_section(staging, sorted({r["hardware"] for r in rows if r.get("eager_ms") is not None}))
     extra = (precision_configs(config, precisions) if precisions else []) + baseline_configs(staging)
     render_card(rows, stats, config, repo_id, plots, note, info, extra, section, sources,

@@ -11,7 +11,8 @@ is the worker's time outside the checks), the workers' CPU and lock-wait shares 
 `worker_lock_wait_s` over `worker_s`), and rejections for GPU memory by stage. Timing stage: tasks timed and how
 many fell inside the window, means of a task's wall, lock wait, exclusive window, the rest, and its CPU seconds,
 the compile's seconds and its autotuning's wait for the lock, the share of compiles inductor's cache gave (the
-compile check's, on the same machine); free GPU memory at the window; how many tasks' event times exceed the profiler's device time by 1.1x and 1.5x.
+compile check's, on the same machine); free GPU memory at the window; how many tasks' event times exceed the
+profiler's device time by 1.1x and 1.5x.
 Window: the timed tasks the runtime window rejected, below and above it, and for cuts on the sampler's estimate
 (`estimated_gpu_ms`) how many below-window timings each would spare and how many in-window tasks it would lose.
 `--compare` prints, for the tasks both run folders timed, each timing figure's mean in both and the median ratio.
@@ -31,6 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from filters.window import DEFAULT_WINDOW_MS  # noqa: E402
 from opgen.errors import UsageError  # noqa: E402
 from opgen.pipeline.report import seconds_share  # noqa: E402
 from opgen.pipeline.rundir import RunDir  # noqa: E402
@@ -218,7 +220,7 @@ def _profile(args: argparse.Namespace) -> int:
     earlier = RunDir(args.since) if args.since is not None else None
     executed = finished_shards(earlier, "execute") if earlier else set()
     records = timed_records(run, finished_shards(earlier, "timing") if earlier else set())
-    window = json.loads((run.root / "config.json").read_text()).get("runtime_window_ms") or (1.0, 100.0)
+    window = json.loads((run.root / "config.json").read_text()).get("runtime_window_ms") or DEFAULT_WINDOW_MS
     figures = {"execute": execute_profile(run, executed), "timing": timing_profile(records),
                "window": window_profile(records, tuple(window))}
     if args.compare is not None:
