@@ -19,13 +19,13 @@ def h200_host(monkeypatch):
 
 def test_one_h200_shares_its_cores_between_checks_and_timing(h200_host):
     sizing = size_for_machine("cuda", 1, None, None, None)
-    assert (sizing.workers, sizing.timing_workers, sizing.memory_mb) == (12, 4, 14000)
-    assert "--workers 12, --timing-workers 4, --memory-mb 14000" in sizing.note
+    assert (sizing.workers, sizing.timing_workers, sizing.memory_mb) == (10, 6, 14000)
+    assert "--workers 10, --timing-workers 6, --memory-mb 14000" in sizing.note
 
 
 def test_given_flags_override_and_are_named(h200_host):
     sizing = size_for_machine("cuda", 1, 6, None, 8000)
-    assert (sizing.workers, sizing.timing_workers, sizing.memory_mb) == (6, 4, 8000)
+    assert (sizing.workers, sizing.timing_workers, sizing.memory_mb) == (6, 6, 8000)
     assert "--workers 6 (given)" in sizing.note and "--memory-mb 8000 (given)" in sizing.note
 
 
@@ -33,7 +33,7 @@ def test_more_gpus_share_the_cores_and_a_small_host_keeps_the_floor(monkeypatch)
     monkeypatch.setattr(machine_sizing.os, "cpu_count", lambda: 32)
     monkeypatch.setattr(machine_sizing.psutil, "virtual_memory", lambda: SimpleNamespace(total=16 << 30))
     sizing = size_for_machine("cuda", 4, None, None, None)
-    assert (sizing.workers, sizing.timing_workers, sizing.memory_mb) == (24, 2, 4096)
+    assert (sizing.workers, sizing.timing_workers, sizing.memory_mb) == (20, 3, 4096)
 
 
 def test_cpu_builds_keep_the_small_defaults(h200_host):

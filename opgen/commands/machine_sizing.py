@@ -9,11 +9,11 @@ import psutil
 
 from opgen.sandbox.gpus import MAX_WORKERS_PER_GPU
 
-# The share of a GPU's cores given to timing lanes, from the 6,000-task build on one H200 (docs/benchmarks.md).
-# Timing sets the pace with 4 lanes of 16 or 6 (some 750 checked candidates wait for it either way), and every
-# lane's timed run holds the GPU alone: 6 lanes took 8.1-8.4 s of lane wall a task (4 lanes: about 7.0 s) and
-# published 34.5-40.1 tasks/min against 39.0 with 4, so the extra lanes only add processes waiting for the lock.
-TIMING_SHARE = 1 / 4
+# The share of a GPU's cores given to timing lanes, from the 6,000-task build on one H200 (docs/benchmarks.md): on
+# one machine, one split after the other, 6 lanes of 16 cores timed 54 tasks a minute and 4 lanes 32-39 (each
+# lane's wall about 6 s a task either way), and the 10 sandbox workers left still checked 40 candidates a minute,
+# so the build published 48 tasks/min against 31. Fewer checks wait for timing, and fewer are wasted at the end.
+TIMING_SHARE = 3 / 8
 # A limit per worker, not a reservation: workers seldom peak together, and gpu-size tasks hold their
 # tensors on the GPU, so a ninth of the host's memory each (at most 14,000 MB) leaves room for the rest.
 MEMORY_SHARE = 9
