@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 import opgen
 from opgen.errors import UsageError
 from opgen.pipeline import state
 from opgen.pipeline.build import STATE_INTERVAL_ENV
+from opgen.pipeline.preview import preview_state
 from opgen.pipeline.rundir import FAULT_ENV, RunDir
-from tests.conftest import run_cli
+from tests.conftest import REPO, run_cli
 from tests.test_build import build_args, dataset_rows, reference_build
 
 CONFIG = {"n": 3, "seed": 0}
@@ -133,6 +137,8 @@ def test_a_build_moved_between_run_folders_ends_as_an_uninterrupted_one(tmp_path
     assert result.returncode == 137, result.stderr[-2000:]
     header, _ = state.read_state(saved)
     assert header["markers"] == 5 and saved.stat().st_size < 16 * 2**20
+    partial = tmp_path / "partial.state"
+    partial.write_bytes(saved.read_bytes())
     # 2. a changed option and a damaged state are refused in one line, before anything is written
     args = build_args(second)
     args[args.index("--n") + 1] = "5"
@@ -166,3 +172,16 @@ def test_a_build_moved_between_run_folders_ends_as_an_uninterrupted_one(tmp_path
     assert "restored 7 finished stages" in log
     assert "compressed beside the build" in log
     assert json.loads((third / "stats.json").read_text())["tasks"] == 4
+    # 4. a preview of a state, on a machine that runs nothing: a finished build's state gives its dataset; a state
+    # of a build under way gives what it had finished, and says how far each source is
+    preview = subprocess.run([sys.executable, "scripts/analysis/state_preview.py", str(saved), "--out",
+                              str(tmp_path / "preview")], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert preview.returncode == 0, preview.stderr[-2000:]
+    assert dataset_rows(tmp_path / "preview" / "run") == dataset_rows(reference)
+    assert pq.read_table(tmp_path / "preview" / "dataset" / "data").num_rows == 4
+    assert "4 of 4 tasks so far" in preview.stdout and "| torch#2 |" in preview.stdout
+    _, progress = preview_state(partial, tmp_path / "early")
+    assert progress["torch#2"]["executed"] < progress["torch#2"]["planned"]
+    early = dataset_rows(tmp_path / "early")
+    assert len(early) == progress["torch#2"]["tasks"] < 4
+    assert {r["id"] for r in early} <= {r["id"] for r in dataset_rows(reference)}

@@ -157,6 +157,25 @@ class Build:
         self.rundir.close_log()
         return result
 
+    def read_back(self) -> list[dict]:
+        """The rounds as far as the run folder has them, their finished stages from its markers, submitting nothing;
+        the survivors so far: what a preview of a build under way reads (`opgen.pipeline.preview`)."""
+        round_index = 0
+        while (self.rundir.round_dir(round_index) / "plan.json").is_file():
+            plan = self._plan(round_index, {})
+            state = RoundState(round_index, [s["shard"] for s in plan["shards"]],
+                               {s["shard"]: s["source"] for s in plan["shards"]})
+            for shard in state.shards:
+                folder = self.rundir.shard_dir(shard)
+                if self.rundir.done(folder, "execute") is not None:
+                    state.executed.add(shard)
+                if self.rundir.done(folder, "timing") is not None:
+                    state.timed.add(shard)
+            state.complete = self.rundir.done(self.rundir.round_dir(round_index), "round") is not None
+            self.rounds.append(state)
+            round_index += 1
+        return [record for state in self.rounds for record in self._survivors(state)]
+
     # the state archive (state.py) ------------------------------------------------------------------------------
     def _state_to_restore(self) -> bool:
         """Whether --resume-from names a state to restore, checked (whole, same opgen version) before any work. A
