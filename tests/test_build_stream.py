@@ -353,8 +353,15 @@ def test_run_profile_reads_where_the_workers_time_went(streamed, tmp_path, capsy
 
     shard = max((path for path in (earlier / "shards").iterdir() if path.is_dir()), key=lambda p: len(lines(p, "timed")))
     shutil.rmtree(shard)
+    spans = json.loads((earlier / "logs" / "clock.json").read_text())
+    spans[-1][1] -= 6.0   # the earlier copy was taken 6 s of build time before the end
+    (earlier / "logs" / "clock.json").write_text(json.dumps(spans))
     assert run_profile.main([str(streamed), "--since", str(earlier), "--json", str(out)]) == 0
     since = json.loads(out.read_text())
+    assert since["rates"]["wall_s"] == 6.0
+    assert since["rates"]["executed_per_min"] == round(10 * since["execute"]["candidates"], 1)
+    assert since["rates"]["timed_per_min"] == round(10 * since["timing"]["tasks"], 1)
+    assert abs(figures["rates"]["wall_s"] - stats["throughput"]["wall_s"]) < 0.2 and figures["rates"]["wall_s"] > 6
     assert since["execute"]["candidates"] == len(lines(streamed / "shards" / shard.name, "execute")) < execute["candidates"]
     assert 0 < since["timing"]["tasks"] == len(lines(streamed / "shards" / shard.name, "timed")) < timing["tasks"]
     assert since["execute"]["passed_not_yet_timed"] == execute["passed_not_yet_timed"]
@@ -364,7 +371,7 @@ def test_run_profile_reads_where_the_workers_time_went(streamed, tmp_path, capsy
     save_state(streamed, tmp_path / "build.state")
     assert run_profile.main([str(tmp_path / "build.state"), "--json", str(tmp_path / "from_state.json")]) == 0
     from_state = json.loads((tmp_path / "from_state.json").read_text())
-    assert from_state == {key: figures[key] for key in ("execute", "timing", "window")}
+    assert from_state == {key: figures[key] for key in ("execute", "timing", "window", "rates")}
     # the window's rejections against the sampler's estimate: what a cut on it would spare and lose
     records = {"kept": {"in_window": True, "eager_ms": 5.0, "estimated_gpu_ms": 1.15},
                "fast": {"in_window": False, "eager_ms": 0.5, "estimated_gpu_ms": 1.05},

@@ -10,9 +10,9 @@ import psutil
 from opgen.sandbox.gpus import MAX_WORKERS_PER_GPU
 
 # The share of a GPU's cores given to timing lanes, from the 6,000-task build on one H200 (docs/benchmarks.md): on
-# one machine, one split after the other, 6 lanes of 16 cores timed 54 tasks a minute and 4 lanes 32-39 (each
-# lane's wall about 6 s a task either way), and the 10 sandbox workers left still checked 40 candidates a minute,
-# so the build published 48 tasks/min against 31. Fewer checks wait for timing, and fewer are wasted at the end.
+# one machine, one split after the other, 6 lanes of 16 cores timed 54 tasks a minute and 4 lanes 36 (each lane's
+# wall about 6 s a task either way), and the 10 sandbox workers left still passed 40 candidates a minute, so the
+# build timed 48 tasks a minute into the window against 31-33. Fewer checks wait for timing, or go to waste.
 TIMING_SHARE = 3 / 8
 # A limit per worker, not a reservation: workers seldom peak together, and gpu-size tasks hold their
 # tensors on the GPU, so a ninth of the host's memory each (at most 14,000 MB) leaves room for the rest.

@@ -18,6 +18,8 @@ Window: the timed tasks the runtime window rejected, below and above it, and for
 `--compare` prints, for the tasks both run folders timed, each timing figure's mean in both and the median ratio.
 `--since` (an earlier run folder or state of the same build) counts only the shards each stage finished after it: the
 figures of one run of a build that moves between machines (`passed_not_yet_timed` stays the whole build's).
+Rates: the build's wall seconds (every invocation's, from `logs/clock.json`; with `--since`, those after the earlier
+folder's) and, over them, candidates executed, passed, timed and timed into the window a minute.
 """
 
 from __future__ import annotations
@@ -150,6 +152,22 @@ def timing_profile(records: dict[str, dict]) -> dict:
             "events_over_device_1.5x": sum(1 for ratio in ratios if ratio > 1.5), "out_of_memory": memory}
 
 
+def clock_seconds(run: RunDir) -> float:
+    """Seconds the build has run over every invocation, from logs/clock.json (read, never moved on)."""
+    spans = json.loads(run.clock_path.read_text(encoding="utf-8")) if run.clock_path.is_file() else []
+    return sum(end - start for start, end in spans)
+
+
+def rate_profile(execute: dict, timing: dict, wall_s: float) -> dict:
+    """The stages' counts a minute over `wall_s` seconds (None when no time passed)."""
+    def per_min(count: int) -> float | None:
+        return round(60 * count / wall_s, 1) if wall_s > 0 else None
+
+    return {"wall_s": round(wall_s, 1), "executed_per_min": per_min(execute["candidates"]),
+            "passed_per_min": per_min(execute["passed"]), "timed_per_min": per_min(timing["tasks"]),
+            "in_window_per_min": per_min(timing["in_window"])}
+
+
 ESTIMATE_CUTS_MS = (1.1, 1.2, 1.5, 2.0)
 
 
@@ -223,6 +241,8 @@ def _profile(args: argparse.Namespace) -> int:
     window = json.loads((run.root / "config.json").read_text()).get("runtime_window_ms") or DEFAULT_WINDOW_MS
     figures = {"execute": execute_profile(run, executed), "timing": timing_profile(records),
                "window": window_profile(records, tuple(window))}
+    wall_s = clock_seconds(run) - (clock_seconds(earlier) if earlier else 0.0)
+    figures["rates"] = rate_profile(figures["execute"], figures["timing"], wall_s)
     if args.compare is not None:
         figures["compare"] = compare(records, timed_records(RunDir(args.compare)))
     text = json.dumps(figures, indent=1)
