@@ -114,3 +114,5 @@ case "$MODE" in
 esac
 [ "$MODE" = once ] && echo "build exit $status"
 echo "state: $(ls -l "$OUT/$NAME".state* 2>/dev/null | awk '{s += $5} END {print s}') bytes"
+cache=/tmp/opgen-inductor-cache   # what a fresh machine lacks: the compiles of the checks done here (not carried)
+[ -d "$cache" ] && echo "inductor cache: $(du -sm "$cache" | cut -f1) MB, $(find "$cache" -path '*fxgraph*' -type f | wc -l) FX graph files"
