@@ -137,8 +137,6 @@ def test_a_build_moved_between_run_folders_ends_as_an_uninterrupted_one(tmp_path
     assert result.returncode == 137, result.stderr[-2000:]
     header, _ = state.read_state(saved)
     assert header["markers"] == 5 and saved.stat().st_size < 16 * 2**20
-    partial = tmp_path / "partial.state"
-    partial.write_bytes(saved.read_bytes())
     # 2. a changed option and a damaged state are refused in one line, before anything is written
     args = build_args(second)
     args[args.index("--n") + 1] = "5"
@@ -157,6 +155,8 @@ def test_a_build_moved_between_run_folders_ends_as_an_uninterrupted_one(tmp_path
     assert len([n for n in restored if n.endswith(".done")]) == 7
     for name, (data, _) in _finished(first).items():   # what the first folder finished came over unchanged
         assert restored[name][0] == data, name
+    partial = tmp_path / "partial.state"
+    partial.write_bytes(saved.read_bytes())
     # (saving beside the build: compressed in a thread while the driver goes on, a last save in the driver at the end)
     result = run_cli(*build_args(tmp_path / "third"), "--resume-from", str(saved), "--save-state", str(saved),
                      env={STATE_INTERVAL_ENV: "0.01"})
@@ -185,3 +185,5 @@ def test_a_build_moved_between_run_folders_ends_as_an_uninterrupted_one(tmp_path
     early = dataset_rows(tmp_path / "early")
     assert len(early) == progress["torch#2"]["tasks"] < 4
     assert {r["id"] for r in early} <= {r["id"] for r in dataset_rows(reference)}
+    early_funnel = json.loads((tmp_path / "early" / "stats.json").read_text())["funnel"]["stages"]
+    assert early_funnel["dedup"]["seen"] > 0   # the unfinished round's stages are counted

@@ -37,7 +37,7 @@ def preview_state(state_file: str | Path, run_dir: str | Path) -> tuple[BuildRes
     build = Build(config_of(identity), run_dir, LocalExecutor(1), progress=False)
     survivors = build.read_back()
     chosen, surplus = rounds.select(survivors, build.wanted)
-    result = write_outputs(build, chosen, surplus, survivors, 0.0)
+    result = write_outputs(build, chosen, surplus, survivors, 0.0, unfinished=True)
     shards: dict[str, Counter] = {}
     for state in build.rounds:
         finished = state.timed if build.timed else state.executed

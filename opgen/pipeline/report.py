@@ -41,13 +41,15 @@ def _round_shards(rundir: RunDir, round_index: int) -> list[int]:
     return [s["shard"] for s in plan["shards"]]
 
 
-def funnel_and_rejects(rundir: RunDir, rounds_run: int, device: str) -> tuple[Funnel, list[dict]]:
-    """The funnel merged from every stage marker, and each rejected verdict with its round, shard, stage."""
+def funnel_and_rejects(rundir: RunDir, rounds_run: int, device: str,
+                       unfinished: bool = False) -> tuple[Funnel, list[dict]]:
+    """The funnel merged from every stage marker, and each rejected verdict with its round, shard, stage: of the
+    finished rounds, or with `unfinished` of every deduplicated one too (a build under way)."""
     funnel = Funnel(stage_order(device))
     rejected: list[dict] = []
     for round_index in range(rounds_run):
         folder = rundir.round_dir(round_index)
-        if rundir.done(folder, "round") is None:
+        if rundir.done(folder, "round") is None and not (unfinished and rundir.done(folder, "dedup") is not None):
             break
         funnel += Funnel.from_dict(rundir.done(folder, "dedup")["funnel"])
         shard_of: dict[int, int] = {}
@@ -192,10 +194,12 @@ def skipped_candidates(build) -> int:
 
 
 def write_outputs(build, chosen: list[dict], surplus: list[dict], survivors: list[dict],
-                  invocation_s: float) -> BuildResult:
-    """tasks.parquet, rejected.jsonl and stats.json of a finished build."""
+                  invocation_s: float, unfinished: bool = False) -> BuildResult:
+    """tasks.parquet, rejected.jsonl and stats.json of a finished build (or, `unfinished`, of one under way: its
+    funnel and rejections then count the rounds not yet finished too)."""
     rundir, config = build.rundir, build.config
-    funnel, rejected = funnel_and_rejects(rundir, len(build.rounds), "cuda" if build.timed else config.device)
+    funnel, rejected = funnel_and_rejects(rundir, len(build.rounds), "cuda" if build.timed else config.device,
+                                          unfinished)
     write_jsonl(rundir.rejected_path, rejected)
     tmp = rundir.tasks_path.with_name("tasks.parquet.tmp")
     pq.write_table(dataset_table(chosen), tmp)
