@@ -187,3 +187,26 @@ def test_a_build_moved_between_run_folders_ends_as_an_uninterrupted_one(tmp_path
     assert {r["id"] for r in early} <= {r["id"] for r in dataset_rows(reference)}
     early_funnel = json.loads((tmp_path / "early" / "stats.json").read_text())["funnel"]["stages"]
     assert early_funnel["dedup"]["seen"] > 0   # the unfinished round's stages are counted
+
+
+def test_state_continuity_tells_new_work_from_a_finished_stage_done_again(tmp_path, capsys):
+    sys.path.insert(0, str(REPO / "scripts" / "analysis"))
+    try:
+        from state_continuity import main as continuity
+    finally:
+        sys.path.pop(0)
+    rundir = _fake_run(tmp_path / "a")
+    state.save_state(tmp_path / "a", tmp_path / "1.state")
+    rundir.mark(rundir.shard_dir(0), "execute")              # new work, saved by the next machine
+    (tmp_path / "a" / "config.json").touch()                 # a machine claims the folder again: not a redo
+    os.utime(tmp_path / "a" / "config.json", (1, 1))
+    state.save_state(tmp_path / "a", tmp_path / "2.state")
+    assert continuity([str(tmp_path / "1.state"), str(tmp_path / "2.state")]) == 0
+    assert "4 finished stages, 1 new; 0 lost, 0 changed" in capsys.readouterr().out
+    static = rundir.shard_dir(1) / "static.done"             # a finished stage written again
+    os.utime(static, (static.stat().st_mtime + 60, static.stat().st_mtime + 60))
+    state.save_state(tmp_path / "a", tmp_path / "3.state")
+    assert continuity([str(tmp_path / f"{k}.state") for k in (1, 2, 3)]) == 1
+    out = capsys.readouterr().out
+    assert "0 lost, 1 changed\n  shards/00001/static.done" in out and "were lost or redone" in out
+    assert continuity([str(tmp_path / "1.state"), str(tmp_path / "missing.state")]) == 2
