@@ -60,6 +60,11 @@ class RoundState:
     timing_sent: set[int] = field(default_factory=set)
     complete: bool = False
 
+    @classmethod
+    def of_plan(cls, plan: dict) -> RoundState:
+        """A round's state, nothing finished yet, from its plan.json."""
+        return cls(plan["round"], [s["shard"] for s in plan["shards"]], {s["shard"]: s["source"] for s in plan["shards"]})
+
 
 class Build:
     """One build over a run folder; `run()` does (or finishes) it. `stream=False` is the old mode, kept for
@@ -162,9 +167,7 @@ class Build:
         the survivors so far: what a preview of a build under way reads (`opgen.pipeline.preview`)."""
         round_index = 0
         while (self.rundir.round_dir(round_index) / "plan.json").is_file():
-            plan = self._plan(round_index, {})
-            state = RoundState(round_index, [s["shard"] for s in plan["shards"]],
-                               {s["shard"]: s["source"] for s in plan["shards"]})
+            state = RoundState.of_plan(self._plan(round_index, {}))
             for shard in state.shards:
                 folder = self.rundir.shard_dir(shard)
                 if self.rundir.done(folder, "execute") is not None:
@@ -250,8 +253,7 @@ class Build:
                 if self.focus:
                     stop_if_focus_fails(self)
             plan = self._plan(round_index, kept)
-            state = RoundState(round_index, [s["shard"] for s in plan["shards"]],
-                               {s["shard"]: s["source"] for s in plan["shards"]})
+            state = RoundState.of_plan(plan)
             self.rounds.append(state)
             if self.rundir.done(self.rundir.round_dir(round_index), "round") is not None:
                 state.complete = True

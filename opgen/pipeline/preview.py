@@ -40,12 +40,11 @@ def preview_state(state_file: str | Path, run_dir: str | Path) -> tuple[BuildRes
     result = write_outputs(build, chosen, surplus, survivors, 0.0, unfinished=True)
     shards: dict[str, Counter] = {}
     for state in build.rounds:
-        finished = state.timed if build.timed else state.executed
         for shard in state.shards:
             counts = shards.setdefault(state.sources.get(shard) or "mix", Counter())
             counts["planned"] += 1
             counts["executed"] += shard in state.executed
-            counts["finished"] += shard in finished
+            counts["finished"] += build._done_shard(state, shard)
     tasks = Counter(r["data_source"] for r in chosen)
     progress = {source: {**counts, "tasks": tasks[source], "quota": build.wanted.get(source)}
                 for source, counts in shards.items()}
