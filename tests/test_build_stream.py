@@ -341,6 +341,9 @@ def test_run_profile_reads_where_the_workers_time_went(streamed, tmp_path, capsy
     assert timing["in_window"] == stats["funnel"]["stages"]["runtime_window"]["kept"]
     assert timing["tasks"] <= execute["passed"] <= execute["candidates"]
     assert timing["compile_cache_hit_share"] > 0.5   # timing's compile reads what the compile check wrote
+    # the profiler's calls and the trials are parts of the exclusive hold: each some of it, together not more
+    assert timing["hold_profiler_share"] > 0 and timing["hold_trials_share"] > 0
+    assert timing["hold_profiler_share"] + timing["hold_trials_share"] < 1
     # a run compared with itself: the same tasks, every ratio 1
     assert figures["compare"]["tasks"] == timing["tasks"]
     assert {figure["median_ratio"] for key, figure in figures["compare"].items() if key != "tasks"} == {1.0}

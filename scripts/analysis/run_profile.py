@@ -11,7 +11,8 @@ is the worker's time outside the checks), the workers' CPU and lock-wait shares 
 `worker_lock_wait_s` over `worker_s`), and rejections for GPU memory by stage. Timing stage: tasks timed and how
 many fell inside the window, means of a task's wall, lock wait, exclusive window, the rest, and its CPU seconds,
 the compile's seconds and its autotuning's wait for the lock, the share of compiles inductor's cache gave (the
-compile check's, on the same machine); free GPU memory at the window; how many tasks' event times exceed the
+compile check's, on the same machine), the shares of the exclusive hold that the profiler's calls and the trials
+take (from each task's medians and trial counts); free GPU memory at the window; how many tasks' event times exceed the
 profiler's device time by 1.1x and 1.5x.
 Window: the timed tasks the runtime window rejected, below and above it, and for cuts on the sampler's estimate
 (`estimated_gpu_ms`) how many below-window timings each would spare and how many in-window tasks it would lose.
@@ -40,6 +41,7 @@ from opgen.pipeline.report import seconds_share  # noqa: E402
 from opgen.pipeline.rundir import RunDir  # noqa: E402
 from opgen.pipeline.state import read_state, restore_state  # noqa: E402
 from opgen.sandbox.pool import is_out_of_memory  # noqa: E402
+from opgen.timing.trials import PROFILER_ITERS, PROFILER_WARMUPS, SETTLE_WARMUPS  # noqa: E402
 
 TIMING_FIGURES = ("timing_wall_s", "setup_s", "warmup_s", "warmup_lock_wait_s", "lock_wait_s", "timed_s", "rest_s", "timing_cpu_s",
                   "compile_s", "compile_lock_wait_s", "profile_read_s")
@@ -144,7 +146,7 @@ def timing_profile(records: dict[str, dict]) -> dict:
     memory = sum(1 for r in rows if is_out_of_memory(r.get("timing_error")))
     hits = [r["compile_cache_hit"] for r in rows if r.get("compile_cache_hit") is not None]
     return {"tasks": len(rows), "in_window": sum(1 for r in rows if r.get("in_window")),
-            "compile_cache_hit_share": round(sum(hits) / len(hits), 3) if hits else None,
+            "compile_cache_hit_share": round(sum(hits) / len(hits), 3) if hits else None, **hold_parts(rows),
             **{f"{key}_mean": _mean([r.get(key) for r in rows]) for key in TIMING_FIGURES},
             "gpu_free_gb_median": round(statistics.median(free), 2) if free else None,
             "gpu_free_gb_min": round(min(free), 2) if free else None,
@@ -166,6 +168,20 @@ def rate_profile(execute: dict, timing: dict, wall_s: float) -> dict:
     return {"wall_s": round(wall_s, 1), "executed_per_min": per_min(execute["candidates"]),
             "passed_per_min": per_min(execute["passed"]), "timed_per_min": per_min(timing["tasks"]),
             "in_window_per_min": per_min(timing["in_window"])}
+
+
+def hold_parts(rows: list[dict]) -> dict:
+    """The shares of the exclusive hold (`timed_s`) that the profiler's calls and the trials with their settle calls
+    take, from each task's medians and trial counts (eager and compiled), over the tasks that have them all."""
+    keys = ("timed_s", "eager_ms", "compile_ms", "eager_ms_count", "compile_ms_count")
+    full = [r for r in rows if all(r.get(key) for key in keys)]
+    hold = sum(r["timed_s"] for r in full)
+    if not hold:
+        return {"hold_profiler_share": None, "hold_trials_share": None}
+    profiler = sum((PROFILER_WARMUPS + PROFILER_ITERS) * (r["eager_ms"] + r["compile_ms"]) / 1e3 for r in full)
+    trials = sum(((r["eager_ms_count"] + SETTLE_WARMUPS) * r["eager_ms"]
+                  + (r["compile_ms_count"] + SETTLE_WARMUPS) * r["compile_ms"]) / 1e3 for r in full)
+    return {"hold_profiler_share": round(profiler / hold, 3), "hold_trials_share": round(trials / hold, 3)}
 
 
 ESTIMATE_CUTS_MS = (1.1, 1.2, 1.5, 2.0)
