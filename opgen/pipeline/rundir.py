@@ -128,6 +128,11 @@ class RunDir:
             self._spans[-1][1] = time.time()
             write_json(self.clock_path, self._spans)
 
+    def recorded_seconds(self) -> float:
+        """Seconds the build has run over every invocation, as logs/clock.json says (read, never moved on)."""
+        spans = json.loads(self.clock_path.read_text(encoding="utf-8")) if self.clock_path.is_file() else []
+        return sum(end - start for start, end in spans)
+
     def wall_seconds(self) -> float:
         """Seconds the build has run, over every invocation."""
         self._tick()

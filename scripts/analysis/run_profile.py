@@ -154,12 +154,6 @@ def timing_profile(records: dict[str, dict]) -> dict:
             "events_over_device_1.5x": sum(1 for ratio in ratios if ratio > 1.5), "out_of_memory": memory}
 
 
-def clock_seconds(run: RunDir) -> float:
-    """Seconds the build has run over every invocation, from logs/clock.json (read, never moved on)."""
-    spans = json.loads(run.clock_path.read_text(encoding="utf-8")) if run.clock_path.is_file() else []
-    return sum(end - start for start, end in spans)
-
-
 def rate_profile(execute: dict, timing: dict, wall_s: float) -> dict:
     """The stages' counts a minute over `wall_s` seconds (None when no time passed)."""
     def per_min(count: int) -> float | None:
@@ -257,7 +251,7 @@ def _profile(args: argparse.Namespace) -> int:
     window = json.loads((run.root / "config.json").read_text()).get("runtime_window_ms") or DEFAULT_WINDOW_MS
     figures = {"execute": execute_profile(run, executed), "timing": timing_profile(records),
                "window": window_profile(records, tuple(window))}
-    wall_s = clock_seconds(run) - (clock_seconds(earlier) if earlier else 0.0)
+    wall_s = run.recorded_seconds() - (earlier.recorded_seconds() if earlier else 0.0)
     figures["rates"] = rate_profile(figures["execute"], figures["timing"], wall_s)
     if args.compare is not None:
         figures["compare"] = compare(records, timed_records(RunDir(args.compare)))
