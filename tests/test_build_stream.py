@@ -346,6 +346,11 @@ def test_run_profile_reads_where_the_workers_time_went(streamed, tmp_path, capsy
     # of eager and compiled (on a GPU the hold holds them all; CPU timings are too noisy for that bound)
     task = {"timed_s": 1.0, "eager_ms": 10.0, "compile_ms": 10.0, "eager_ms_count": 18, "compile_ms_count": 8}
     assert run_profile.hold_parts([task, {"timed_s": 5.0}]) == {"hold_profiler_share": 0.3, "hold_trials_share": 0.3}
+    # the ceiling: two in-window tasks and one the window rejected held the GPU 3 s in all: 40 a minute
+    held = [{"timed_s": 1.0, "in_window": True}, {"timed_s": 1.5, "in_window": True}, {"timed_s": 0.5}]
+    assert run_profile.hold_ceiling(held) == 40.0 and run_profile.hold_ceiling([]) is None
+    assert timing["in_window_per_min_ceiling"] == run_profile.hold_ceiling(list(run_profile.timed_records(
+        run_profile.RunDir(streamed)).values()))
     # a run compared with itself: the same tasks, every ratio 1
     assert figures["compare"]["tasks"] == timing["tasks"]
     assert {figure["median_ratio"] for key, figure in figures["compare"].items() if key != "tasks"} == {1.0}

@@ -12,7 +12,8 @@ is the worker's time outside the checks), the workers' CPU and lock-wait shares 
 many fell inside the window, means of a task's wall, lock wait, exclusive window, the rest, and its CPU seconds,
 the compile's seconds and its autotuning's wait for the lock, the share of compiles inductor's cache gave (the
 compile check's, on the same machine), the shares of the exclusive hold that the profiler's calls and the trials
-take (from each task's medians and trial counts); free GPU memory at the window; how many tasks' event times exceed the
+take (from each task's medians and trial counts), and the ceiling those holds set: tasks into the window a minute if
+they filled one GPU and nothing else ran on it; free GPU memory at the window; how many tasks' event times exceed the
 profiler's device time by 1.1x and 1.5x.
 Window: the timed tasks the runtime window rejected, below and above it, and for cuts on the sampler's estimate
 (`estimated_gpu_ms`) how many below-window timings each would spare and how many in-window tasks it would lose.
@@ -39,9 +40,9 @@ from filters.window import DEFAULT_WINDOW_MS  # noqa: E402
 from opgen.errors import UsageError  # noqa: E402
 from opgen.pipeline.report import seconds_share  # noqa: E402
 from opgen.pipeline.rundir import RunDir  # noqa: E402
-from opgen.pipeline.state import read_state, restore_state  # noqa: E402
 from opgen.sandbox.pool import is_out_of_memory  # noqa: E402
 from opgen.timing.trials import PROFILER_ITERS, PROFILER_WARMUPS, SETTLE_WARMUPS  # noqa: E402
+from scripts.analysis.run_source import run_folder  # noqa: E402
 
 TIMING_FIGURES = ("timing_wall_s", "setup_s", "warmup_s", "warmup_lock_wait_s", "lock_wait_s", "timed_s", "rest_s", "timing_cpu_s",
                   "compile_s", "compile_lock_wait_s", "profile_read_s")
@@ -147,6 +148,7 @@ def timing_profile(records: dict[str, dict]) -> dict:
     hits = [r["compile_cache_hit"] for r in rows if r.get("compile_cache_hit") is not None]
     return {"tasks": len(rows), "in_window": sum(1 for r in rows if r.get("in_window")),
             "compile_cache_hit_share": round(sum(hits) / len(hits), 3) if hits else None, **hold_parts(rows),
+            "in_window_per_min_ceiling": hold_ceiling(rows),
             **{f"{key}_mean": _mean([r.get(key) for r in rows]) for key in TIMING_FIGURES},
             "gpu_free_gb_median": round(statistics.median(free), 2) if free else None,
             "gpu_free_gb_min": round(min(free), 2) if free else None,
@@ -176,6 +178,13 @@ def hold_parts(rows: list[dict]) -> dict:
     trials = sum(((r["eager_ms_count"] + SETTLE_WARMUPS) * r["eager_ms"]
                   + (r["compile_ms_count"] + SETTLE_WARMUPS) * r["compile_ms"]) / 1e3 for r in full)
     return {"hold_profiler_share": round(profiler / hold, 3), "hold_trials_share": round(trials / hold, 3)}
+
+
+def hold_ceiling(rows: list[dict]) -> float | None:
+    """Tasks a minute into the window that one GPU could time if the exclusive holds filled it and nothing else ran
+    on it: the window's tasks over the summed holds of every task timed (those the window rejected held it too)."""
+    hold = sum(r.get("timed_s") or 0.0 for r in rows)
+    return round(60 * sum(1 for r in rows if r.get("in_window")) / hold, 1) if hold else None
 
 
 ESTIMATE_CUTS_MS = (1.1, 1.2, 1.5, 2.0)
@@ -222,21 +231,12 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as scratch:
         try:
             args.run_dir, args.compare, args.since = (
-                _run_folder(path, Path(scratch) / str(k)) if path else None
+                run_folder(path, Path(scratch) / str(k)) if path else None
                 for k, path in enumerate((args.run_dir, args.compare, args.since)))
         except UsageError as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
         return _profile(args)
-
-
-def _run_folder(path: Path, scratch: Path) -> Path:
-    """`path` itself when it is a folder, else the run folder its build state holds, restored into `scratch`."""
-    if path.is_dir():
-        return path
-    header, _ = read_state(path)
-    restore_state(path, RunDir(scratch), header["config"])
-    return scratch
 
 
 def _profile(args: argparse.Namespace) -> int:

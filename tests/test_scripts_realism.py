@@ -1,0 +1,60 @@
+"""scripts/analysis/realism_funnel.py: the share of real-model family pairs among a build's candidates, by fate."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "analysis"))
+from realism_funnel import main  # noqa: E402
+
+from opgen.jsonl import write_jsonl  # noqa: E402
+from opgen.pipeline.rundir import RunDir  # noqa: E402
+
+REAL = ["conv2d", "batch_norm", "relu"]          # conv2d → batch_norm → relu: two pairs real models have
+UNSEEN = ["gru", "cosine_similarity"]            # a pair no model of the prior has
+
+
+def _run(root: Path) -> RunDir:
+    run = RunDir(root)
+    run.claim({"n": 4, "seed": 0})
+    candidates = [{"id": "a", "sample_index": 0, "families": REAL}, {"id": "a", "sample_index": 1, "families": REAL},
+                  {"id": "b", "sample_index": 2, "families": UNSEEN}, {"id": "c", "sample_index": 3, "families": REAL},
+                  {"id": "d", "sample_index": 4, "families": UNSEEN + ["relu"]}]
+    run.shard_dir(0).mkdir(parents=True)
+    run.write_rows(run.shard_dir(0), "candidates", candidates[:3])
+    run.shard_dir(1).mkdir(parents=True)
+    run.write_rows(run.shard_dir(1), "candidates", candidates[3:])
+    # the second copy of "a" is its exact duplicate (the same id); "c" is a KernelBench look-alike
+    write_jsonl(run.rejected_path, [{"id": "a", "sample_index": 1, "stage": "dedup", "reason": "duplicate"},
+                                    {"id": "c", "sample_index": 3, "stage": "dedup", "reason": "contaminated"},
+                                    {"id": "b", "sample_index": 2, "stage": "execute", "reason": "trivial"}])
+    pq.write_table(pa.table({"id": ["a"]}), run.tasks_path)
+    return run
+
+
+def test_each_candidate_counts_once_under_its_fate_and_under_what_dedup_kept(tmp_path, capsys):
+    run = _run(tmp_path / "run")
+    out = tmp_path / "realism.json"
+    assert main([str(run.root), "--json", str(out)]) == 0
+    rows = {row["fate"]: row for row in json.loads(out.read_text())}
+    assert [row["fate"] for row in json.loads(out.read_text())][:3] == ["drawn", "kept by dedup", "published"]
+    assert rows["drawn"] == {"fate": "drawn", "candidates": 5, "real_pairs": 6, "pairs": 9, "real_share": 0.6667}
+    assert (rows["published"]["candidates"], rows["published"]["real_share"]) == (1, 1.0)
+    assert (rows["dedup: duplicate"]["candidates"], rows["dedup: contaminated"]["candidates"]) == (1, 1)
+    assert (rows["execute: trivial"]["real_pairs"], rows["execute: trivial"]["pairs"]) == (0, 1)
+    # d: gru → cosine_similarity (unseen), cosine_similarity → relu: judged by nothing yet
+    assert rows["not yet judged"]["candidates"] == 1 and rows["not yet judged"]["pairs"] == 2
+    assert rows["kept by dedup"]["candidates"] == 3     # a (published), b (trivial), d (not yet judged)
+    assert "| published | 1 | 2 | 100.0% |" in capsys.readouterr().out
+
+
+def test_neither_a_run_folder_nor_a_state_is_one_line(tmp_path, capsys):
+    assert main([str(tmp_path / "missing")]) == 2
+    assert main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("error: no run folder or build state at") and "no config.json" in err[1]
