@@ -76,6 +76,8 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     assert main([str(tmp_path / "missing")]) == 2
     clean = _folder(tmp_path / "clean", _clean_rows(3))
     assert main([str(clean), "--reference", str(tmp_path / "no-kb.jsonl")]) == 2
+    assert main([str(clean), "--json", "/proc/no/claims.json"]) == 2       # before any work
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("error: no dataset at") and err[1] == f"error: KernelBench reference not found: " \
         f"{tmp_path / 'no-kb.jsonl'}"
+    assert err[2].startswith("error: cannot write --json /proc/no/claims.json") and len(err) == 3

@@ -56,5 +56,7 @@ def test_each_candidate_counts_once_under_its_fate_and_under_what_dedup_kept(tmp
 def test_neither_a_run_folder_nor_a_state_is_one_line(tmp_path, capsys):
     assert main([str(tmp_path / "missing")]) == 2
     assert main([str(tmp_path)]) == 2
+    assert main([str(_run(tmp_path / "run").root), "--json", "/proc/no/realism.json"]) == 2
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("error: no run folder or build state at") and "no config.json" in err[1]
+    assert err[2].startswith("error: cannot write --json /proc/no/realism.json") and len(err) == 3

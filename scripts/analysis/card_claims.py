@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from filters.dedup.chains import same_regime, task_shape  # noqa: E402
 from filters.window import Window  # noqa: E402
 from opgen.errors import UsageError  # noqa: E402
+from opgen.jsonl import require_writable  # noqa: E402
 from opgen.pipeline.rounds import quotas  # noqa: E402
 from opgen.publish.family_mix import task_families  # noqa: E402
 from opgen.sample.sampler import DEFAULT_MIX  # noqa: E402
@@ -125,6 +126,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.dataset.exists():
         print(f"error: no dataset at {args.dataset}", file=sys.stderr)
+        return 2
+    try:
+        if args.json is not None:
+            require_writable(args.json, "--json")
+    except UsageError as error:
+        print(f"error: {error}", file=sys.stderr)
         return 2
     try:
         rows = read_task_rows(args.dataset, args.config)

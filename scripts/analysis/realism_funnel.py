@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from opgen.errors import UsageError  # noqa: E402
-from opgen.jsonl import read_jsonl  # noqa: E402
+from opgen.jsonl import read_jsonl, require_writable  # noqa: E402
 from opgen.pipeline.rundir import RunDir  # noqa: E402
 from opgen.publish.family_mix import prior_pair_share, task_families  # noqa: E402
 from opgen.vocab.prior import CompositionPrior, load_prior  # noqa: E402
@@ -79,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as scratch:
         try:
+            if args.json is not None:
+                require_writable(args.json, "--json")
             run = RunDir(run_folder(args.run_dir, Path(scratch), with_outputs=True))
             if not (run.root / "config.json").is_file():
                 raise UsageError(f"{args.run_dir} is not an opgen run folder (no config.json)")

@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from filters.window import DEFAULT_WINDOW_MS  # noqa: E402
 from opgen.errors import UsageError  # noqa: E402
+from opgen.jsonl import require_writable  # noqa: E402
 from opgen.pipeline.report import seconds_share  # noqa: E402
 from opgen.pipeline.rundir import RunDir  # noqa: E402
 from opgen.sandbox.pool import is_out_of_memory  # noqa: E402
@@ -230,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as scratch:
         try:
+            if args.json is not None:
+                require_writable(args.json, "--json")
             args.run_dir, args.compare, args.since = (
                 run_folder(path, Path(scratch) / str(k)) if path else None
                 for k, path in enumerate((args.run_dir, args.compare, args.since)))

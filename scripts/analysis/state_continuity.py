@@ -23,6 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from opgen.errors import UsageError  # noqa: E402
+from opgen.jsonl import require_writable  # noqa: E402
 from opgen.pipeline.state import CLOCK_MEMBER, read_state  # noqa: E402
 
 CONFIG_MEMBER = "config.json"
@@ -65,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the report here")
     args = parser.parse_args(argv)
     try:
+        if args.json is not None:
+            require_writable(args.json, "--json")
         report = continuity(args.states)
     except UsageError as error:
         print(f"state_continuity: error: {error}", file=sys.stderr)
