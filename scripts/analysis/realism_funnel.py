@@ -22,7 +22,7 @@ from opgen.jsonl import read_jsonl, require_writable  # noqa: E402
 from opgen.pipeline.rundir import RunDir  # noqa: E402
 from opgen.publish.family_mix import prior_pair_share, task_families  # noqa: E402
 from opgen.vocab.prior import CompositionPrior, load_prior  # noqa: E402
-from scripts.analysis.run_source import run_folder  # noqa: E402
+from scripts.analysis.run_source import add_run_arguments, run_folder  # noqa: E402
 
 DRAWN, KEPT_BY_DEDUP, PUBLISHED, PENDING = "drawn", "kept by dedup", "published", "not yet judged"
 
@@ -73,8 +73,7 @@ def markdown(rows: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("run_dir", type=Path, help="a run folder, or a build's state file (--save-state)")
-    parser.add_argument("--json", type=Path, help="also write the table here")
+    add_run_arguments(parser, "also write the table here")
     parser.add_argument("--composition-prior", default=None, help="prior file (default: the shipped one)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as scratch:

@@ -43,7 +43,7 @@ from opgen.pipeline.report import seconds_share  # noqa: E402
 from opgen.pipeline.rundir import RunDir  # noqa: E402
 from opgen.sandbox.pool import is_out_of_memory  # noqa: E402
 from opgen.timing.trials import PROFILER_ITERS, PROFILER_WARMUPS, SETTLE_WARMUPS  # noqa: E402
-from scripts.analysis.run_source import run_folder  # noqa: E402
+from scripts.analysis.run_source import add_run_arguments, run_folder  # noqa: E402
 
 TIMING_FIGURES = ("timing_wall_s", "setup_s", "warmup_s", "warmup_lock_wait_s", "lock_wait_s", "timed_s", "rest_s", "timing_cpu_s",
                   "compile_s", "compile_lock_wait_s", "profile_read_s")
@@ -223,11 +223,10 @@ def compare(mine: dict[str, dict], other: dict[str, dict]) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("run_dir", type=Path, help="a run folder, or a build's state file (--save-state)")
+    add_run_arguments(parser, "also write the figures here")
     parser.add_argument("--compare", type=Path, help="another run folder: the same tasks' timing side by side")
     parser.add_argument("--since", type=Path, help="an earlier run folder or state of the same build: only the "
                                                    "shards finished after it")
-    parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as scratch:
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from opgen.errors import UsageError
@@ -26,3 +27,9 @@ def run_folder(path: Path, scratch: Path, with_outputs: bool = False) -> Path:
     header, _ = read_state(path)
     restore_state(path, RunDir(scratch), header["config"])
     return scratch
+
+
+def add_run_arguments(parser: argparse.ArgumentParser, json_help: str) -> None:
+    """The arguments of a script that reads one build: RUN_DIR (a run folder or a state file) and --json OUT."""
+    parser.add_argument("run_dir", type=Path, help="a run folder, or a build's state file (--save-state)")
+    parser.add_argument("--json", type=Path, help=json_help)
