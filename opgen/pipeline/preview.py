@@ -3,6 +3,7 @@ written as a finished build writes them (tasks.parquet, stats.json), nothing run
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import fields
 from pathlib import Path
@@ -13,7 +14,7 @@ from opgen.pipeline.config import BuildConfig, BuildResult
 from opgen.pipeline.executors import LocalExecutor
 from opgen.pipeline.report import write_outputs
 from opgen.pipeline.rundir import RunDir
-from opgen.pipeline.state import read_state, restore_state
+from opgen.pipeline.state import restore_state
 
 TUPLE_FIELDS = ("vocab_plugins", "runtime_window_ms", "focus")
 
@@ -31,9 +32,9 @@ def config_of(identity: dict) -> BuildConfig:
 def preview_state(state_file: str | Path, run_dir: str | Path) -> tuple[BuildResult, dict]:
     """Restore `state_file` into `run_dir` (empty, or the same build's) and write the tasks finished so far there;
     the result, and per data_source the shards planned, executed and finished and the tasks so far."""
-    header, _ = read_state(state_file)
-    identity = header["config"]
-    restore_state(state_file, RunDir(run_dir), identity)
+    rundir = RunDir(run_dir)
+    restore_state(state_file, rundir, None)
+    identity = json.loads(rundir.config_path.read_text(encoding="utf-8"))
     build = Build(config_of(identity), run_dir, LocalExecutor(1), progress=False)
     survivors = build.read_back()
     chosen, surplus = rounds.select(survivors, build.wanted)

@@ -168,13 +168,16 @@ def check_version(header: dict, file: str | Path) -> None:
                          f"{__version__}: continue it with the same version")
 
 
-def restore_state(file: str | Path, rundir: RunDir, identity: dict) -> int:
+def restore_state(file: str | Path, rundir: RunDir, identity: dict | None) -> int:
     """Restore the state at `file` into `rundir` (empty, or the same build's): every finished stage the folder
-    lacks, data before marker; returns how many stages it restored. Refused in one line (UsageError) when the state
-    is not whole, was saved by another opgen version or for another config, or disagrees with the folder."""
+    lacks, data before marker; returns how many stages it restored. `identity` None: under the config the state
+    was saved with (to read a build on any machine; `rundir`'s config.json then holds it). Refused in one line
+    (UsageError) when the state is not whole, was saved by another opgen version or for another config, or
+    disagrees with the folder."""
     header, payload = read_state(file)
     check_version(header, file)
     stored = header.get("config")
+    identity = stored if identity is None else identity
     if stored != identity:
         changed = sorted(k for k in set(stored or {}) | set(identity) if (stored or {}).get(k) != identity.get(k))
         raise UsageError(f"the build state {file} is of another config (differs in: {', '.join(changed)}); "

@@ -10,7 +10,6 @@ and its distinct families and chains. Exit 1 when a claim fails, 2 on bad input.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 from collections import Counter
@@ -25,6 +24,7 @@ from opgen.errors import UsageError  # noqa: E402
 from opgen.jsonl import require_writable  # noqa: E402
 from opgen.pipeline.rounds import quotas  # noqa: E402
 from opgen.publish.family_mix import task_families  # noqa: E402
+from opgen.records import task_id  # noqa: E402
 from opgen.sample.sampler import DEFAULT_MIX  # noqa: E402
 from opgen.vocab.families import family_signature  # noqa: E402
 from scripts.analysis.family_mix import kernelbench_chains, near_duplicate_pairs  # noqa: E402
@@ -41,12 +41,6 @@ class Claim:
     claim: str
     found: str
     holds: bool | None
-
-
-def code_key(code: str) -> str:
-    """A task's code with blank lines and trailing spaces dropped, hashed: copies that differ only in layout."""
-    lines = [line.rstrip() for line in code.splitlines() if line.strip()]
-    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
 
 def one_regime(first: dict, second: dict) -> bool:
@@ -73,7 +67,7 @@ def claims(rows: list[dict], reference: str | None, n: int | None = None, seed: 
                        ", ".join(f"{s}: {c}" for s, c in sorted(seeds.items(), key=lambda kv: str(kv[0]))),
                        len(seeds) == 1 and (seed is None or seed in seeds)))
     ids = Counter(row["id"] for row in rows)
-    codes = Counter(code_key(row["code"]) for row in rows)
+    codes = Counter(task_id(row["code"]) for row in rows)   # an id is the hash of its code
     found.append(Claim("0 exact duplicates (id, code)", f"{sum(c - 1 for c in ids.values())} repeated ids, "
                        f"{sum(c - 1 for c in codes.values())} repeated codes",
                        max(ids.values(), default=1) == 1 and max(codes.values(), default=1) == 1))

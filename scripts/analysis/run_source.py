@@ -7,7 +7,7 @@ from pathlib import Path
 
 from opgen.errors import UsageError
 from opgen.pipeline.rundir import RunDir
-from opgen.pipeline.state import read_state, restore_state
+from opgen.pipeline.state import restore_state
 
 
 def run_folder(path: Path, scratch: Path, with_outputs: bool = False) -> Path:
@@ -24,8 +24,7 @@ def run_folder(path: Path, scratch: Path, with_outputs: bool = False) -> Path:
 
         preview_state(path, scratch)
         return scratch
-    header, _ = read_state(path)
-    restore_state(path, RunDir(scratch), header["config"])
+    restore_state(path, RunDir(scratch), None)
     return scratch
 
 
