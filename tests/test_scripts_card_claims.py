@@ -69,7 +69,14 @@ def test_each_broken_claim_is_named(tmp_path, capsys):
     assert found["0 exact duplicates"]["found"] == "1 repeated ids, 1 repeated codes"
     assert found["0 KernelBench level 1-3 family-signature matches"]["found"] == "1: relu-task"
     assert found["every eager time in 1-100 ms"]["found"].endswith("1 outside")
-    assert "| every eager time in 1-100 ms |" in capsys.readouterr().out
+    assert "| every eager time in 1-100 ms (timed on a GPU) |" in capsys.readouterr().out
+
+
+def test_a_cpu_build_is_not_held_to_the_gpu_window(tmp_path):
+    rows = [{**row, "eager_ms": 0.05, "hardware": "cpu (2 cores)"} for row in _clean_rows(3)]
+    status, found = _claims(_folder(tmp_path / "cpu", rows), tmp_path)
+    window = found["every eager time in 1-100 ms"]
+    assert status == 0 and window["holds"] and window["found"] == "0 outside; 3 rows not timed on a GPU"
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):

@@ -64,6 +64,11 @@ def agreement(pairs: list[tuple[float, float]], tolerance: float) -> dict:
     return {**ratio_summary(pairs), "tolerance": tolerance, "outside": outside}
 
 
+def timed_on_gpu(row: dict) -> bool:
+    """Whether the row's eager time was taken on a GPU, where the window applies (a CPU build's times are not)."""
+    return row.get("eager_ms") is not None and not str(row.get("hardware") or "").startswith("cpu")
+
+
 def check_dataset(dataset: str, *, sample: int | None = 300, seed: int = 0, device: str = "cuda", workers: int = 2,
                   timing_workers: int | None = None, memory_mb: int | None = 4096, timeout_s: float = 300.0,
                   time_tolerance: float = 0.25, out: str | None = None, progress: bool = True,
@@ -90,8 +95,7 @@ def check_dataset(dataset: str, *, sample: int | None = 300, seed: int = 0, devi
         entry = {"id": row["id"], "reason": verdict.get("reason"), "recorded_ms": row.get("eager_ms")}
         if not verdict["keep"]:
             report.failures.append({"id": row["id"], "reason": verdict["reason"], "detail": verdict.get("detail")})
-        recorded_on_gpu = row.get("eager_ms") is not None and not str(row.get("hardware") or "").startswith("cpu")
-        if recorded_on_gpu and not (recorded := Window().verdict(row["eager_ms"])).keep:
+        if timed_on_gpu(row) and not (recorded := Window().verdict(row["eager_ms"])).keep:
             report.failures.append({"id": row["id"], "reason": recorded.reason,
                                     "detail": f"the recorded time: {recorded.detail}"})
         if device == "cuda":

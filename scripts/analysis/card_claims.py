@@ -22,6 +22,7 @@ from filters.dedup.chains import same_regime, task_shape  # noqa: E402
 from filters.window import Window  # noqa: E402
 from opgen.errors import UsageError  # noqa: E402
 from opgen.jsonl import require_writable  # noqa: E402
+from opgen.pipeline.check import timed_on_gpu  # noqa: E402
 from opgen.pipeline.rounds import quotas  # noqa: E402
 from opgen.publish.family_mix import task_families  # noqa: E402
 from opgen.records import task_id  # noqa: E402
@@ -87,13 +88,16 @@ def claims(rows: list[dict], reference: str | None, n: int | None = None, seed: 
     found.append(Claim("0 same-shape twins (same family chain and input shapes, one regime under the chain rule)",
                        f"{len(twins)} of {len(graded['twins'])} same-shape pairs"
                        + (f": {', '.join(f'{a}={b}' for a, b in twins[:5])}" if twins else
-                          " (the others differ in a salient parameter or a size beyond 2x)"), not twins))
+                          " (the others differ in a salient parameter or a size beyond 2x)" if graded["twins"] else ""),
+                       not twins))
     window = Window()
-    times = [row.get("eager_ms") for row in rows]
-    outside = [row["id"] for row, ms in zip(rows, times) if ms is None or not window.contains(ms)]
-    present = [ms for ms in times if ms is not None]
-    found.append(Claim(f"every eager time in {window.lo_ms:g}-{window.hi_ms:g} ms",
-                       (f"{min(present):.2f}-{max(present):.2f} ms; " if present else "") + f"{len(outside)} outside",
+    gpu_rows = [row for row in rows if timed_on_gpu(row)]
+    outside = [row["id"] for row in gpu_rows if not window.contains(row["eager_ms"])]
+    times = [row["eager_ms"] for row in gpu_rows]
+    untimed = len(rows) - len(gpu_rows)   # a CPU build's rows (or rows never timed): the window does not apply
+    found.append(Claim(f"every eager time in {window.lo_ms:g}-{window.hi_ms:g} ms (timed on a GPU)",
+                       (f"{min(times):.2f}-{max(times):.2f} ms; " if times else "")
+                       + f"{len(outside)} outside" + (f"; {untimed} rows not timed on a GPU" if untimed else ""),
                        not outside))
     chains = [family_signature(task_families(row)) for row in rows]
     found.append(Claim("distinct families, family chains",
