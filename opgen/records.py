@@ -51,6 +51,7 @@ COLUMN_REGISTRY: tuple[Column, ...] = (
                                                         f"the consumer's check (atol = rtol = 1e-2) accepts {what}")
       for answer, what in (("zero", "all zeros"), ("constant", "one constant (another draw's median)"),
                            ("stale", "another input draw's output"))),
+    Column("eager_ms_cuda", _F, "execute", "", published=False),   # the runtime check's rough eager median
     Column("dtype", _S, "execute", "the precision the task runs in (`fp32`)"),
     Column("atol", _F, "execute", "absolute tolerance of the checks (compile against eager, the visibility and "
                                   "every-operator rules): the consumer's"),
@@ -84,6 +85,10 @@ COLUMN_REGISTRY: tuple[Column, ...] = (
     Column("driver_version", _S, "timing", "NVIDIA driver version"),
     Column("triton_version", _S, "timing", "triton version (torch.compile's GPU code generator)"),
     Column("compile_mode", _S, "timing", "torch.compile mode of compile_ms"),
+    Column("timing_rechecked", _S, "timing", "why the task was timed a second time (its own evidence said the first "
+                                             "timing was slowed: opgen/timing/guard.py), null when timed once; "
+                                             "eager and compile each keep the faster of the two medians"),
+    Column("eager_ms_first", _F, "timing", "", published=False),   # the first eager median of a rechecked row
     # timing columns kept in the run folder (timed.jsonl) but not published
     Column("compile_s", _F, "timing", "", published=False),
     Column("tf32", pa.bool_(), "timing", "", published=False),

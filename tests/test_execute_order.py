@@ -42,10 +42,10 @@ def test_declared_fields_exist():
 
 def test_on_cuda_every_check_returns_its_cached_memory(monkeypatch):
     """Every check gives back the GPU memory it freed when it ends; on the CPU the checks run as they are."""
-    from filters.execute.worker import ReturningCachedMemory, stages_for
+    from filters.execute.worker import OnTheGpu, stages_for
 
     wrapped = stages_for("cuda")
-    assert all(isinstance(check, ReturningCachedMemory) for check in wrapped)
+    assert all(isinstance(check, OnTheGpu) for check in wrapped)
     assert [check.check for check in wrapped] == list(STAGES)
     assert [(c.name, c.reads, c.writes) for c in wrapped] == [(c.name, c.reads, c.writes) for c in STAGES]
     assert stages_for("cpu") == STAGES

@@ -29,30 +29,34 @@ def constant_detail(outputs: list[torch.Tensor]) -> str | None:
 
 class DegenerateCheck(Filter):
     name = "degenerate"
+    holds_gpu_lock_itself = True   # a hold per input draw, not one for all of them
     reads = ("namespace", "model", "inputs", "outputs")
     writes = ("outputs", "input_digests")  # draws 1..draws: their outputs, their inputs' fingerprints
 
     def filter(self, run: TaskRun) -> Verdict:
-        detail = constant_detail(run.outputs[0])
+        with run.sharing_gpu():
+            detail = constant_detail(run.outputs[0])
         if detail:
             return Verdict.reject("degenerate_output", detail)
         first_tensors = _tensors(run.inputs)
         same_inputs = True
         for draw in range(1, run.draws + 1):
-            with run.sharing_gpu():  # one hold per draw: drawing its inputs and one forward pass
+            with run.sharing_gpu():  # one hold per draw: its inputs, one forward pass, the scans of its output
                 inputs = run.inputs_of(draw)
                 outputs = run.forward(run.model, inputs)
-            bad = non_finite_detail(outputs)
+                bad = non_finite_detail(outputs)
+                same_inputs = same_inputs and not bad and bit_equal(first_tensors, _tensors(inputs))
             if bad:
                 return Verdict.reject("non_finite", f"draw {draw}: {bad}")
-            same_inputs = same_inputs and bit_equal(first_tensors, _tensors(inputs))
             run.outputs.append(outputs)
             del inputs  # drawn again when a later check needs them (TaskRun.inputs_of)
         first = run.outputs[0]
-        metrics = {"draw_max_abs_diff": max((max_abs_diff(first, other) or 0.0) for other in run.outputs[1:]),
-                   "output_abs_max": abs_max(first)}
         tolerance = run.tolerance
-        if all(all_close(first, other, tolerance.atol, tolerance.rtol) for other in run.outputs[1:]):
+        with run.sharing_gpu():
+            metrics = {"draw_max_abs_diff": max((max_abs_diff(first, other) or 0.0) for other in run.outputs[1:]),
+                       "output_abs_max": abs_max(first)}
+            same_outputs = all(all_close(first, other, tolerance.atol, tolerance.rtol) for other in run.outputs[1:])
+        if same_outputs:
             why = "get_inputs returns the same inputs every draw" if same_inputs else \
                 f"output the same within {tolerance.text()} for {run.draws + 1} independent input draws"
             return Verdict.reject("degenerate_output", why, **metrics)

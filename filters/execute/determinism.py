@@ -21,19 +21,25 @@ def _same(run: TaskRun, a, b) -> bool:
 
 class DeterminismCheck(Filter):
     name = "determinism"
+    holds_gpu_lock_itself = True   # builds a second model's weights on the host
     reads = ("namespace", "model", "inputs", "outputs")
 
     def filter(self, run: TaskRun) -> Verdict:
         inputs, first = run.inputs, run.outputs[0]
-        again = run.forward(run.model, inputs)
-        if not _same(run, first, again):
+        with run.sharing_gpu():   # the pass and its comparison in one hold
+            difference = _difference(run, first, run.forward(run.model, inputs))
+        if difference is not None:
             return Verdict.reject("nondeterministic", f"second call on the same inputs differs "
-                                                      f"(max abs diff {max_abs_diff(first, again)})")
-        del again  # before a second model's weights and outputs join the first's on a shared GPU
+                                                      f"(max abs diff {difference})")
         twin = build_model(run.namespace, "cpu", run.seed)  # host work, outside the GPU lock
-        with run.sharing_gpu():  # the move to the GPU and the forward pass in one hold
-            twin_outputs = run.forward(twin.to(run.device), inputs)
-        if not _same(run, first, twin_outputs):
+        with run.sharing_gpu():  # the move to the GPU, the forward pass and the comparison in one hold
+            difference = _difference(run, first, run.forward(twin.to(run.device), inputs))
+        if difference is not None:
             return Verdict.reject("nondeterministic", f"a second model built with the same seed differs "
-                                                      f"(max abs diff {max_abs_diff(first, twin_outputs)})")
+                                                      f"(max abs diff {difference})")
         return Verdict.ok()
+
+
+def _difference(run: TaskRun, first, again) -> float | None:
+    """None when the two outputs are the same (see `_same`), else their largest absolute difference."""
+    return None if _same(run, first, again) else max_abs_diff(first, again)

@@ -34,6 +34,7 @@ class EagerCheck(Filter):
     """Loads the task, builds the model, runs forward on input draw 0 and watches for random draws."""
 
     name = "eager"
+    holds_gpu_lock_itself = True   # builds the weights on the host first
     writes = ("namespace", "model", "inputs", "outputs", "work_ops")
 
     def filter(self, run: TaskRun) -> Verdict:

@@ -31,6 +31,7 @@ def _skip(source, value):
 
 class OperatorWorkCheck(Filter):
     name = "operator_work"
+    holds_gpu_lock_itself = True   # a hold per statement and draw: a check of up to tens of forward passes
     reads = ("namespace", "model", "inputs", "outputs", "input_digests")
 
     def filter(self, run: TaskRun) -> Verdict:
@@ -55,14 +56,15 @@ def _passes_without(run: TaskRun, ablation: Ablation) -> bool | None:
     namespace[SKIP] = _skip
     forward = namespace["Model"].forward
     for draw, expected in enumerate(run.outputs):
-        inputs = run.inputs_of(draw)
-        try:
-            outputs = run.forward(lambda *args: forward(run.model, *args), inputs)
-        except _NotAnIdentityPlace:
-            return None
-        except Exception:  # noqa: BLE001 - without the statement the rest of forward cannot run: it does work
-            return False
-        if not all_close(expected, outputs, run.tolerance.atol, run.tolerance.rtol):
-            return False
-        del outputs
+        with run.sharing_gpu():   # one hold per draw: its inputs, the pass without the statement, the comparison
+            inputs = run.inputs_of(draw)
+            try:
+                outputs = run.forward(lambda *args: forward(run.model, *args), inputs)
+            except _NotAnIdentityPlace:
+                return None
+            except Exception:  # noqa: BLE001 - without the statement the rest of forward cannot run: it does work
+                return False
+            if not all_close(expected, outputs, run.tolerance.atol, run.tolerance.rtol):
+                return False
+            del outputs
     return True

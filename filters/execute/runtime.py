@@ -56,6 +56,7 @@ def alone_eager_ms(run: TaskRun, decisive_ms: float) -> float:
 
 class RuntimeCheck(Filter):
     name = "runtime"
+    holds_gpu_lock_itself = True   # its passes hold it one at a time, and alone (exclusive) when they read too slow
     reads = ("model", "inputs")
 
     def filter(self, run: TaskRun) -> Verdict:

@@ -102,17 +102,20 @@ class TaskRun:
 
     @contextlib.contextmanager
     def _holding_gpu(self, path: str | None, shared: bool) -> Iterator[None]:
+        """The hold, its wait counted; the GPU work started inside it is waited for before it ends, whatever
+        happens (a task that raises may have kernels queued)."""
         waiting = time.perf_counter()
         with gpu_lock(path, shared=shared):
             self.lock_wait_s += time.perf_counter() - waiting
-            yield
+            try:
+                yield
+            finally:
+                self.synchronize()
 
     def forward(self, model, inputs: list) -> list[torch.Tensor]:
         """One forward pass, waited for, holding the GPU's lock in shared mode.
 
         A hold per forward pass, not per check: a timed run that wants the GPU waits for the forward passes
         under way, not for every check's remaining ones (a check runs the model up to six times)."""
-        with self.sharing_gpu():
-            outputs = run_forward(model, inputs)
-            self.synchronize()  # the lock covers the kernels, not only their launch
-        return outputs
+        with self.sharing_gpu():   # waited for before the hold ends: the lock covers the kernels, not their launch
+            return run_forward(model, inputs)

@@ -8,7 +8,7 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,15 +70,20 @@ def current_gpu_lock_path() -> str:
     return gpu_lock_path(listed)
 
 
-# Locks this thread holds now (path -> depth): a nested hold of the same lock is free, never a self-deadlock
-# (an exclusive hold's own compiled calls may autotune, which takes the shared lock).
+# Locks this thread holds now (path -> [depth, shared]): a nested hold of the same lock is free, never a
+# self-deadlock (an exclusive hold's own compiled calls may autotune, which takes the shared lock).
 _holding = threading.local()
 
 
-def _held() -> dict[str, int]:
+def _held() -> dict[str, list]:
     if not hasattr(_holding, "depths"):
         _holding.depths = {}
     return _holding.depths
+
+
+def holding_gpu_lock(path: str | None) -> bool:
+    """Whether this thread holds the lock at `path` now (shared or exclusive)."""
+    return bool(path) and path in _held()
 
 
 @contextlib.contextmanager
@@ -87,17 +92,20 @@ def gpu_lock(path: str | None, shared: bool = False) -> Iterator[None]:
 
     Writers come first: a waiting exclusive holder takes the gate (`path`.gate) before waiting for the
     shared holders to leave, and a new shared holder must pass the gate, so a stream of validation work
-    cannot starve a timed run. Re-entrant within a thread: a hold inside a hold of the same path is free.
+    cannot starve a timed run. Re-entrant within a thread: a hold inside a hold of the same path is free, but an
+    exclusive hold asked for inside a shared one is an error (it would not be exclusive).
     """
     held = _held()
     if not path or path in held:
         if path:
-            held[path] += 1
+            if held[path][1] and not shared:
+                raise RuntimeError(f"an exclusive hold of {path} asked for inside a shared one")
+            held[path][0] += 1
         try:
             yield
         finally:
             if path:
-                held[path] -= 1
+                held[path][0] -= 1
         return
     with open(path + ".gate", "a+") as gate, open(path, "a+") as lock:
         fcntl.flock(gate, fcntl.LOCK_EX)
@@ -106,7 +114,7 @@ def gpu_lock(path: str | None, shared: bool = False) -> Iterator[None]:
             fcntl.flock(gate, fcntl.LOCK_UN)
         else:
             fcntl.flock(lock, fcntl.LOCK_EX)
-        held[path] = 1
+        held[path] = [1, shared]
         try:
             yield
         finally:
@@ -168,3 +176,40 @@ def inductor_benchmarks_locked(path: str | None) -> Iterator[LockWaits]:
             del instance.benchmark_gpu  # the class's method shows through again
         else:
             instance.benchmark_gpu = own
+
+
+@contextlib.contextmanager
+def compiled_graphs_locked(path: str | None, synchronize: Callable[[], None]) -> Iterator[None]:
+    """Inductor's compiled graphs, run while inside, each hold the GPU's lock shared and are waited for
+    (`synchronize`) before it is given back: a compiled model's first call compiles for seconds of host work
+    outside the lock, then runs its kernels, which must never run beside another process's timed trial. Use it
+    with `inductor_benchmarks_locked`, for the benchmarks a compile runs before its graph does.
+
+    Patches `CompiledFxGraph.__call__` for the duration (torch >= 2.6); on a torch without it the whole of each
+    call inside holds the lock. Eager code between graphs (a graph break) runs unlocked, as a few kernels at most.
+    """
+    if not path:
+        yield
+        return
+    try:
+        from torch._inductor.output_code import CompiledFxGraph
+    except ImportError:
+        CompiledFxGraph = None
+    if CompiledFxGraph is None:
+        with gpu_lock(path, shared=True):
+            yield
+        return
+    unlocked = CompiledFxGraph.__dict__["__call__"]
+
+    def locked_call(self, inputs):
+        with gpu_lock(path, shared=True):
+            try:
+                return unlocked(self, inputs)
+            finally:
+                synchronize()
+
+    CompiledFxGraph.__call__ = locked_call
+    try:
+        yield
+    finally:
+        CompiledFxGraph.__call__ = unlocked

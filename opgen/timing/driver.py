@@ -20,6 +20,7 @@ from opgen.errors import MachineFault
 from opgen.sandbox.faults import ErrorRun
 from opgen.sandbox.gpus import default_workers_per_gpu, gpu_lock_path, visible_gpus
 from opgen.sandbox.pool import KeptPools, SandboxPool, out_of_memory
+from opgen.timing.guard import recheck
 from opgen.timing.measure import empty_result
 from opgen.timing.precision import PRECISIONS
 from opgen.timing.trials import TrialPlan
@@ -79,14 +80,30 @@ class TimingOptions:
 def time_records(records: list[dict], options: TimingOptions | None = None, *, timeout_s: float = 600,
                  progress: bool = True, workers_per_gpu: int | None = None, cache_dir: str | None = None,
                  memory_mb: int | None = None, reuse_pools: bool = False, stop: threading.Event | None = None,
-                 lane: int = 0, **option_fields) -> list[dict] | None:
+                 lane: int = 0, guard: bool = True, **option_fields) -> list[dict] | None:
     """The records with the timing columns added, in input order; a task that fails keeps null timings
     and a `timing_error`. device "cpu" times on the host (one worker) so CI runs the same code.
     `options` (or its fields as keywords) say how to time; `reuse_pools` keeps each GPU's workers alive for
     the next call in this process (the build's shards); calls side by side in threads (a stage's lanes) each keep
-    their own, by `lane`. Once `stop` is set (the build no longer needs these
+    their own, by `lane`. On CUDA, `guard` times a row again when its own evidence says its timing was slowed
+    (opgen/timing/guard.py). Once `stop` is set (the build no longer needs these
     timings) the tasks under way finish, none starts, and the call returns None."""
     options = options or TimingOptions(**option_fields)
+
+    def time_once(rows: list[dict], show: bool) -> list[dict] | None:
+        return _time_once(rows, options, timeout_s=timeout_s, progress=show, workers_per_gpu=workers_per_gpu,
+                          cache_dir=cache_dir, memory_mb=memory_mb, reuse_pools=reuse_pools, stop=stop, lane=lane)
+
+    timed = time_once(records, progress)
+    if timed is None or not guard or options.device != "cuda":
+        return timed
+    return recheck(timed, lambda suspects: time_once(suspects, False))
+
+
+def _time_once(records: list[dict], options: TimingOptions, *, timeout_s: float, progress: bool,
+               workers_per_gpu: int | None, cache_dir: str | None, memory_mb: int | None, reuse_pools: bool,
+               stop: threading.Event | None, lane: int) -> list[dict] | None:
+    """`time_records` without the guard: each record timed once."""
     device = options.device
     if not records:
         return []

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from filters.window import Window
 from opgen.records import TIMING_COLUMNS
-from opgen.sandbox.gpus import gpu_lock, inductor_benchmarks_locked
+from opgen.sandbox.gpus import compiled_graphs_locked, gpu_lock, inductor_benchmarks_locked
 from opgen.sandbox.task import build_model, describe, draw_inputs, input_seed, load_namespace
 from opgen.timing.precision import apply_precision
 from opgen.timing.provenance import environment, method_note, peaks
@@ -95,7 +95,8 @@ def measure_task(payload: dict) -> dict:
         compiled, compile_error = None, None
         if payload.get("compile", True):
             hits = torch._dynamo.utils.counters["inductor"]["fxgraph_cache_hit"]
-            with inductor_benchmarks_locked(lock) as waits:  # autotuning beside others' timed trials: shared
+            # the compile's host work goes unlocked; its autotuning and its first call's kernels hold the GPU, shared
+            with inductor_benchmarks_locked(lock) as waits, compiled_graphs_locked(lock, lambda: synchronize(torch)):
                 compiled, result["compile_s"], compile_error = _compile(torch, model, inputs)
             result["compile_lock_wait_s"] = waits.seconds
             # whether inductor's cache (the compile check's, on one machine) gave the graph: a compile paid once

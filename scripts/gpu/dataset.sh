@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One call of a long dataset build on a lent GPU machine that may be fresh and may be stopped at any moment. Run
-# from the repository root, carrying .devdata .whl .devstate; between calls, on the machine that holds the
-# repository: cp FILES_AT/$NAME.state* .devstate/ (one file, with FILE.*.N parts past 16 MiB). The build command is
-# the README's, with no tuning flags.
+# from the repository root, carrying .devdata .whl; the build's state travels committed, in builds/$NAME/. Between
+# calls, on the machine that holds the repository: cp FILES_AT/$NAME.state* builds/$NAME/ (one file, with
+# FILE.*.N parts past 16 MiB) and commit it. The build command is the README's, with no tuning flags.
 #
 #   MODE=once (default): restore the carried state, build in the foreground until BUILD_S seconds, leave the state in
 #     $OUT. For machines that keep nothing between calls.
@@ -23,7 +23,7 @@ set -u
 export PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore HF_HUB_OFFLINE=1
 OUT=${OUT:-/tmp/opgen-device}; N=${N:-6000}; SEED=${SEED:-0}; NAME=${NAME:-opgen-ops-6k}; BUILD_S=${BUILD_S:-540}
 MODE=${MODE:-once}; WAIT_S=${WAIT_S:-560}; DEVICE=${DEVICE:-cuda}; PROFILE=${PROFILE:-gpu}; DTYPE=${DTYPE:-fp32}
-RUN=${RUN:-data/$NAME-run}
+RUN=${RUN:-data/$NAME-run}; STATE=${STATE:-builds/$NAME/$NAME.state}   # the committed state a fresh machine resumes
 HOLD=/tmp/opgen-hold-$NAME          # the background build's state file, log, pid and exit status
 mkdir -p "$OUT" "$HOLD"
 source scripts/gpu/env.sh
@@ -31,7 +31,7 @@ source scripts/gpu/env.sh
 
 build_args() {  # the README's command; $1: the state file it saves
   local resume=()
-  [ -f ".devstate/$NAME.state" ] && resume=(--resume-from ".devstate/$NAME.state")
+  [ -f "$STATE" ] && resume=(--resume-from "$STATE")
   echo --n "$N" --seed "$SEED" --out "$RUN" --device "$DEVICE" --profile "$PROFILE" \
     --reference .devdata/problems.jsonl --dtype "$DTYPE" --no-progress --save-state "$1" "${resume[@]}" ${BUILD_FLAGS:-}
 }

@@ -1,0 +1,133 @@
+"""Every GPU kernel of the execute checks runs inside a hold of the GPU's lock, so none runs beside another
+process's timed trial: checked on the CPU, where the same holds are taken on a real lock file, by recording every
+tensor op the checks run and whether the lock was held then."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from filters.base import Filter, Verdict, judge
+from filters.execute import STAGES, determinism, eager
+from filters.execute.compile import CompileCheck
+from filters.execute.task_run import TaskRun
+from filters.execute.worker import OnTheGpu
+from opgen.sandbox.gpus import compiled_graphs_locked, gpu_lock, holding_gpu_lock
+
+TASK = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.linear = nn.Linear(features, features)
+
+    def forward(self, x):
+        return torch.relu(self.linear(x)) * 2.0
+
+def get_inputs():
+    return [torch.randn(16, 32)]
+
+def get_init_inputs():
+    return [32]
+'''
+
+
+class _LockAudit(TorchDispatchMode):
+    """Records each tensor op run outside a hold of `path`, except while weights are built on the host."""
+
+    def __init__(self, path: str):
+        super().__init__()
+        self.path, self.building, self.unlocked = path, 0, []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if not self.building and not holding_gpu_lock(self.path):
+            self.unlocked.append(func.overloadpacket.__name__)
+        return func(*args, **(kwargs or {}))
+
+
+def _built_on_the_host(audit: _LockAudit, build):
+    def build_model(*args, **kwargs):
+        audit.building += 1
+        try:
+            return build(*args, **kwargs)
+        finally:
+            audit.building -= 1
+    return build_model
+
+
+def test_every_check_runs_its_tensor_work_inside_a_hold(tmp_path, monkeypatch):
+    """The checks' forward passes, input draws, comparisons and output scans all hold the lock (the compile
+    check's first call is covered by `compiled_graphs_locked`, below)."""
+    path = str(tmp_path / "gpu.lock")
+    audit = _LockAudit(path)
+    for module in (eager, determinism):
+        monkeypatch.setattr(module, "build_model", _built_on_the_host(audit, module.build_model))
+    run = TaskRun(code=TASK, name="audited", device="cpu", gpu_lock_path=path)
+    checks = [OnTheGpu(check) for check in STAGES if not isinstance(check, CompileCheck)]
+    with audit:
+        verdict = judge(run, checks)
+    assert verdict.keep, verdict.detail
+    assert len(run.outputs) == 1 + run.draws and run.lock_wait_s >= 0
+    assert audit.unlocked == []
+
+
+def test_a_check_without_holds_of_its_own_runs_whole_inside_one(tmp_path):
+    path = str(tmp_path / "gpu.lock")
+    seen = {}
+
+    class Scan(Filter):
+        name = "scan"
+
+        def filter(self, run):
+            seen["scan"] = holding_gpu_lock(path)
+            return Verdict.ok()
+
+    class Builder(Scan):
+        name = "builder"
+        holds_gpu_lock_itself = True
+
+        def filter(self, run):
+            seen["builder"] = holding_gpu_lock(path)
+            return Verdict.ok()
+
+    run = TaskRun(code=TASK, name="t", device="cpu", gpu_lock_path=path)
+    assert judge(run, [OnTheGpu(Scan()), OnTheGpu(Builder())]).keep
+    assert seen == {"scan": True, "builder": False}
+    assert not holding_gpu_lock(path)
+
+
+def test_an_exclusive_hold_inside_a_shared_one_is_refused(tmp_path):
+    path = str(tmp_path / "gpu.lock")
+    with gpu_lock(path, shared=True), pytest.raises(RuntimeError, match="exclusive"):
+        with gpu_lock(path):
+            pass
+    with gpu_lock(path), gpu_lock(path, shared=True):   # the other way round is a free nested hold
+        assert holding_gpu_lock(path)
+    assert not holding_gpu_lock(path)
+
+
+@pytest.mark.heavy
+def test_compiled_graphs_run_inside_a_hold_while_inside(tmp_path, monkeypatch):
+    """A compiled model's first call: its graph runs holding the lock and is waited for; outside the context
+    the graph runs as torch runs it."""
+    from torch._inductor.output_code import CompiledFxGraph
+
+    path, calls, waits = str(tmp_path / "gpu.lock"), [], []
+    original = CompiledFxGraph.__call__
+
+    def spy(self, inputs):
+        calls.append(holding_gpu_lock(path))
+        return original(self, inputs)
+
+    monkeypatch.setattr(CompiledFxGraph, "__call__", spy)
+    compiled = torch.compile(lambda x: torch.sin(x) * 3.0 + 1.0)
+    x = torch.randn(64)
+    with compiled_graphs_locked(path, lambda: waits.append(True)):
+        first = compiled(x)
+    again = compiled(x)
+    assert calls == [True, False] and waits == [True]
+    assert torch.allclose(first, again) and torch.allclose(first, torch.sin(x) * 3.0 + 1.0)
+    assert CompiledFxGraph.__dict__["__call__"] is spy
