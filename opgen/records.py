@@ -21,7 +21,7 @@ class Column:
 
     name: str
     type: pa.DataType
-    stage: str           # sample | dedup | execute | timing
+    stage: str           # sample | dedup | execute | timing | heldout
     doc: str
     published: bool = True
 
@@ -85,6 +85,14 @@ COLUMN_REGISTRY: tuple[Column, ...] = (
     Column("driver_version", _S, "timing", "NVIDIA driver version"),
     Column("triton_version", _S, "timing", "triton version (torch.compile's GPU code generator)"),
     Column("compile_mode", _S, "timing", "torch.compile mode of compile_ms"),
+    Column("held_out_sizes", _S, "heldout", "held-out input configurations (JSON list of {size constant: value}) "
+                                            "besides the timed sizes, each validated as the task was; a grader "
+                                            "checks a kernel at each: `opgen.taskcode.sizes.held_out_inputs(code, "
+                                            "held_out_sizes, i)`, or exec the code, update its globals with "
+                                            "configuration i and call get_inputs()"),
+    Column("held_out_count", _I, "heldout", "how many held-out configurations the task holds"),
+    Column("held_out_note", _S, "heldout", "why the task holds fewer held-out configurations than asked for "
+                                           "(null when it holds them all)"),
     Column("timing_rechecked", _S, "timing", "why the task was timed a second time (its own evidence said the first "
                                              "timing was slowed: opgen/timing/guard.py), null when timed once; "
                                              "eager and compile each keep the faster of the two medians"),

@@ -60,18 +60,21 @@ CHECK_WORKER_NICENESS = 10
 
 
 def check_task(payload: dict) -> dict:
-    """Run the execute checks on one task: {"reason", "detail", "metrics", "stages": [[name, seconds], ...],
-    "lock_wait_s"} (the last: seconds the checks waited for the GPU's lock, included in their stage seconds)."""
+    """Run the execute checks (or the payload's `stages` of them) on one task: {"reason", "detail", "metrics",
+    "stages": [[name, seconds], ...], "lock_wait_s"} (the last: seconds the checks waited for the GPU's lock,
+    included in their stage seconds)."""
     run = TaskRun.from_payload(payload)
     if run.device.startswith("cuda"):
         run.gpu_lock_path = current_gpu_lock_path()
         _yield_the_cores_to_timing()
     threads = payload.get("threads")
     measuring = run.device.startswith("cuda") and _reset_gpu_peak()
+    only = payload.get("stages")   # a subset of the checks, by name (in their own order); None: all of them
+    checks = [check for check in stages_for(run.device) if only is None or check.name in only]
     with isolated_torch_state():
         if threads:
             torch.set_num_threads(int(threads))
-        verdict = judge(run, stages_for(run.device))
+        verdict = judge(run, checks)
     if measuring:
         # the most GPU memory the checks held at once: what the task needs beside other workers' checks
         verdict.metrics["gpu_peak_mb"] = round(torch.cuda.max_memory_reserved() / 2**20)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import signal
 import sys
 
@@ -59,12 +60,26 @@ def register(sub) -> None:
     parser.add_argument("--resume-from", default=None, metavar="FILE",
                         help="first restore the state saved by --save-state into --out (an empty folder or the same "
                              "build's): nothing finished is redone")
+    parser.add_argument("--held-out", action=argparse.BooleanOptionalAction, default=None,
+                        help="once the build is complete, derive and validate held-out input sizes for every task "
+                             "(`opgen heldout`; default: on for --device cuda, off for cpu)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.set_defaults(func=run)
 
 
 def _stop_on_sigterm(signum, frame) -> None:
     raise SystemExit(143)   # a time limit's SIGTERM ends the call as Ctrl-C does: the state is saved on the way out
+
+
+def _add_held_out(run_dir, device: str, sizing, gpus: int, progress: bool) -> None:
+    """The held-out stage over the finished build's tasks, with every worker the machine was sized for."""
+    from opgen.heldout.apply import add_held_out
+
+    workers = sizing.workers + (sizing.timing_workers or 0) * gpus
+    summary = add_held_out(run_dir, device=device, workers=workers, memory_mb=sizing.memory_mb or None,
+                           progress=progress)
+    held = ", ".join(f"{tasks} with {count}" for count, tasks in sorted(summary["by_count"].items(), reverse=True))
+    print(f"held-out sizes: {held} (tasks by held-out configurations)", file=sys.stderr)
 
 
 def run(args) -> int:
@@ -92,14 +107,18 @@ def run(args) -> int:
     executor = make_executor(args.executor, sizing.workers)
     previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)
     try:
-        if args.device == "cuda" and args.executor == "ray" and not executor.ray.cluster_resources().get("GPU", 0):
-            raise UsageError("--device cuda: the Ray cluster has no GPU")
-        result = run_build(config, args.out, executor, progress=not args.no_progress, stream=not args.no_stream,
-                           timing_workers=sizing.timing_workers, save_state=args.save_state,
-                           resume_from=args.resume_from, sizing_note=sizing.note)
+        try:
+            if args.device == "cuda" and args.executor == "ray" and not executor.ray.cluster_resources().get("GPU", 0):
+                raise UsageError("--device cuda: the Ray cluster has no GPU")
+            result = run_build(config, args.out, executor, progress=not args.no_progress, stream=not args.no_stream,
+                               timing_workers=sizing.timing_workers, save_state=args.save_state,
+                               resume_from=args.resume_from, sizing_note=sizing.note)
+        finally:
+            executor.close()   # its workers give the machine back to the held-out stage's
+        if result.tasks and (args.device == "cuda" if args.held_out is None else args.held_out):
+            _add_held_out(result.run_dir, args.device, sizing, len(gpus), not args.no_progress)
     finally:
         signal.signal(signal.SIGTERM, previous)
-        executor.close()
     print(result.funnel.table())
     by_source = ", ".join(f"{s} {v['tasks']}/{v['quota']}" for s, v in result.stats["by_source"].items() if v["quota"])
     print(f"\n{result.tasks} of {result.wanted} tasks ({by_source}) from {result.stats['candidates']} candidates "

@@ -1,8 +1,8 @@
 """`opgen check`: run rows of a published dataset again in fresh sandboxed processes and say which fail.
 
 Each row drawn is validated as a build validates a candidate (it runs, is deterministic, passes the degenerate
-check and the grader-proof rules, and compiles within the tolerance), its recorded eager time (a GPU's) must lie in
-the window, and on CUDA its eager time is measured again with the build's timing method and compared with the
+check and the grader-proof rules, and compiles within the tolerance), so must each of its held-out input
+configurations (`held_out_sizes`), its recorded eager time (a GPU's) must lie in the window, and on CUDA its eager time is measured again with the build's timing method and compared with the
 recorded one. The window judges the recorded time, the row's promise, not the new one: a task recorded at 1.02 ms
 may time at 0.98 ms the next time (two such tasks at the 1 ms edge of an n = 300 build, docs/benchmarks.md), and
 that is agreement, counted apart (`retimed_outside_window`)."""
@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from filters.validate import validate_records
 from filters.window import Window
 from opgen.errors import UsageError
+from opgen.heldout.stage import check_held_out
 from opgen.pipeline.retime import load_tasks, resolve_dataset
 from opgen.timing.driver import TimingOptions, time_records
 
-CHECK_FIELDS = ("id", "code", "flops", "bytes_moved", "eager_ms", "hardware")
+CHECK_FIELDS = ("id", "code", "flops", "bytes_moved", "eager_ms", "hardware", "held_out_sizes")
 
 
 @dataclass
@@ -84,6 +85,8 @@ def check_dataset(dataset: str, *, sample: int | None = 300, seed: int = 0, devi
     records = [{"id": row["id"], "source": row["id"], "code": row["code"]} for row in drawn]
     verdicts = validate_records(records, device=device, workers=workers, timeout_s=timeout_s, memory_mb=memory_mb,
                                 progress=progress)
+    held_out = check_held_out(drawn, device=device, workers=workers, timeout_s=timeout_s, memory_mb=memory_mb,
+                              progress=progress)
     timed = {}
     if device == "cuda":
         options = TimingOptions(device="cuda", with_compile=False)
@@ -91,10 +94,16 @@ def check_dataset(dataset: str, *, sample: int | None = 300, seed: int = 0, devi
                                                      workers_per_gpu=timing_workers, memory_mb=memory_mb)}
     pairs = []
     retimed_outside = 0
-    for row, verdict in zip(drawn, verdicts):
-        entry = {"id": row["id"], "reason": verdict.get("reason"), "recorded_ms": row.get("eager_ms")}
+    for row, verdict, configs in zip(drawn, verdicts, held_out):
+        entry = {"id": row["id"], "reason": verdict.get("reason"), "recorded_ms": row.get("eager_ms"),
+                 "held_out": len(configs), "held_out_failed": sum(1 for c in configs if c["reason"])}
         if not verdict["keep"]:
             report.failures.append({"id": row["id"], "reason": verdict["reason"], "detail": verdict.get("detail")})
+        for config in configs:
+            if config["reason"]:
+                sizes = ",".join(f"{name}={value}" for name, value in config["sizes"].items())
+                report.failures.append({"id": row["id"], "reason": config["reason"],
+                                        "detail": f"held-out sizes {sizes}: {config['detail']}"})
         if timed_on_gpu(row) and not (recorded := Window().verdict(row["eager_ms"])).keep:
             report.failures.append({"id": row["id"], "reason": recorded.reason,
                                     "detail": f"the recorded time: {recorded.detail}"})

@@ -230,6 +230,8 @@ def render_card(rows: list[dict], stats: dict, config: dict, repo_id: str, plots
     """The dataset card: Hub YAML header, then how the data was made, the funnel, summaries, plots, columns.
     `sources` (rows merged from several builds) lists the builds; `config` is then the first one's;
     `precisions` (dtype, rows, stats) are the configs of other precisions."""
+    from opgen.heldout.apply import held_out_section
+
     name = repo_id.rstrip("/").split("/")[-1]
     data = card_data(len(rows), name, dataset_info, extra_configs)
     reference = config.get("reference") or "ScalingIntelligence/KernelBench"
@@ -284,6 +286,7 @@ def render_card(rows: list[dict], stats: dict, config: dict, repo_id: str, plots
         "## Summary", "", *_summary_section(rows, stats), "",
         "## Timing provenance", "", *_provenance_section(rows), "",
         baselines, "",
+        *([held_out_section(rows), ""] if any(r.get("held_out_count") is not None for r in rows) else []),
         "## Operator families", "", *families_section(rows, prior), "",
         "## Plots", "",
     ]

@@ -1,0 +1,94 @@
+"""The held-out stage: held-out input sizes for each task of a finished build or a published dataset folder,
+validated in sandboxed workers on the GPU or the CPU, resumable, written into the rows as three columns."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from opgen.checkpoint import ChunkLog, inputs_identity, run_in_chunks
+from opgen.sandbox.faults import ErrorRun
+from opgen.sandbox.gpus import gpu_slot_envs
+from opgen.sandbox.pool import SandboxPool
+
+FUNCTION = "opgen.heldout.worker:held_out_task"
+CHECK_FUNCTION = "opgen.heldout.worker:check_configs"
+HELD_OUT_COLUMNS = ("held_out_sizes", "held_out_count", "held_out_note")
+DEFAULT_CONFIGS = 2      # held-out configurations wanted per task, besides the timed one
+EXTRA_TRIES = 2          # candidates tried beyond those, to replace configurations that fail
+CHUNK = 32               # tasks per logged chunk: what a killed run loses at most
+
+
+def held_out_columns(records: list[dict], *, log_path: str | Path, device: str = "cpu",
+                     configs: int = DEFAULT_CONFIGS, workers: int = 2, timeout_s: float = 600.0,
+                     memory_mb: int | None = 4096, seed: int = 0, progress: bool = True) -> tuple[list[dict], int]:
+    """The three held-out columns for each record (`id`, `code`), in input order, and how many records were
+    reused from an earlier, interrupted run (`log_path`.partial; removed by `finish_log` once written out)."""
+    identity = inputs_identity(records, command="heldout", device=device, configs=configs, seed=seed)
+    chunk_log = ChunkLog(log_path, identity)
+    threads = max(1, (os.cpu_count() or 1) // max(1, workers))
+    faults = ErrorRun()
+    with SandboxPool(workers, timeout_s, memory_mb, slot_envs=gpu_slot_envs(device), threads=threads) as pool:
+        def process(chunk: list[dict]) -> tuple[list[dict], None]:
+            payloads = [{"code": r["code"], "id": r.get("id"), "device": device, "seed": seed, "configs": configs,
+                         "tries": configs + EXTRA_TRIES, "threads": threads} for r in chunk]
+            lines = [_columns(result) for result in pool.run_many(FUNCTION, payloads)]
+            faults.check(lines, chunk, detail_key="held_out_note")   # a machine fault is no task's verdict
+            return lines, None
+
+        lines, _, reused = run_in_chunks(records, CHUNK, process, chunk_log, "held-out sizes", progress=progress)
+    return lines, reused
+
+
+def finish_log(log_path: str | Path, records: list[dict], device: str, configs: int, seed: int) -> None:
+    """Remove the stage's chunk log once its columns are written out."""
+    identity = inputs_identity(records, command="heldout", device=device, configs=configs, seed=seed)
+    ChunkLog(log_path, identity).finish()
+
+
+def _columns(result) -> dict:
+    if result.status != "ok" or not isinstance(result.value, dict):
+        detail = (result.detail or "").strip().splitlines()[-1:] or [""]
+        return {"held_out_sizes": "[]", "held_out_count": 0,
+                "held_out_note": f"{result.status}: {detail[0]}"[:500]}
+    sizes = result.value["held_out_sizes"]
+    return {"held_out_sizes": json.dumps(sizes), "held_out_count": len(sizes),
+            "held_out_note": result.value.get("note")}
+
+
+def summary(lines: list[dict]) -> dict:
+    """How many tasks hold how many configurations, and the commonest reasons for fewer than the most."""
+    counts: dict[int, int] = {}
+    for line in lines:
+        counts[line["held_out_count"]] = counts.get(line["held_out_count"], 0) + 1
+    return {"tasks": len(lines), "by_count": dict(sorted(counts.items()))}
+
+
+def check_held_out(records: list[dict], *, device: str = "cpu", workers: int = 2, timeout_s: float = 600.0,
+                   memory_mb: int | None = 4096, seed: int = 0, progress: bool = False) -> list[list[dict]]:
+    """Each record's held-out configurations (`held_out_sizes`) validated again in fresh workers: per record, one
+    {"sizes", "reason", "detail"} per configuration (reason None when it passes; a worker's failure is every
+    configuration's)."""
+    from opgen.taskcode.sizes import parse_configs
+
+    configs = [parse_configs(r.get("held_out_sizes")) for r in records]
+    payloads = [{"code": r["code"], "id": r.get("id"), "device": device, "seed": seed, "configs": c}
+                for r, c in zip(records, configs)]
+    threads = max(1, (os.cpu_count() or 1) // max(1, workers))
+    with SandboxPool(workers, timeout_s, memory_mb, slot_envs=gpu_slot_envs(device), threads=threads) as pool:
+        results = pool.run_many(CHECK_FUNCTION, [p for p, c in zip(payloads, configs) if c], progress=progress)
+    answers = iter(results)
+    out = []
+    for config_list in configs:
+        if not config_list:
+            out.append([])
+            continue
+        result = next(answers)
+        if result.status == "ok" and isinstance(result.value, dict):
+            out.append(result.value["results"])
+        else:
+            detail = f"{result.status}: {(result.detail or '').strip()[-200:]}"
+            out.append([{"sizes": sizes, "reason": "crash" if result.status == "crash" else result.status,
+                         "detail": detail} for sizes in config_list])
+    return out
