@@ -127,11 +127,12 @@ def main() -> None:
         cpu = cpu_seconds()  # every answer says how much CPU its task took: is a slow task working or waiting?
         try:
             value = function(request["payload"])
-            _answer(proto_out, {"status": "ok", "value": value, "cpu_s": cpu_seconds() - cpu})
+            message = {"status": "ok", "value": value, "cpu_s": cpu_seconds() - cpu}
         except BaseException:  # noqa: BLE001 - SystemExit from task code is an error, not our exit
-            _answer(proto_out, {"status": "error", "detail": traceback.format_exc(limit=8),
-                                "cpu_s": cpu_seconds() - cpu})
-        if _exit_requested():
+            message = {"status": "error", "detail": traceback.format_exc(limit=8), "cpu_s": cpu_seconds() - cpu}
+        exiting = _exit_requested()
+        _answer(proto_out, {**message, "exiting": True} if exiting else message)   # the pool sends it nothing more
+        if exiting:
             os._exit(0)
         value = None
         release_torch()
