@@ -18,6 +18,7 @@ class Comparison:
     detail: str | None = None
     max_abs_error: float | None = None
     tolerance_ratio: float | None = None   # max |c - r| / (atol + rtol |r|) over finite reference values: <= 1 passes
+    non_finite_values: int = 0             # NaN or infinite where the reference is finite (no error is defined there)
 
 
 class OutputFormatError(Exception):
@@ -89,11 +90,10 @@ def compare_values(candidate: list[torch.Tensor], reference: list[torch.Tensor],
             worst_abs, worst_ratio = max(worst_abs, stats[3]), max(worst_ratio, stats[4])
             if first is None and (stats[0] or stats[1] or stats[2]):
                 first = f"output {index}"
-    result = Comparison(max_abs_error=worst_abs, tolerance_ratio=worst_ratio)
+    result = Comparison(max_abs_error=worst_abs, tolerance_ratio=worst_ratio, non_finite_values=non_finite)
     if non_finite:
         result.reason, result.detail = "non_finite", f"{first}: {non_finite} NaN or infinite values where the " \
                                                      "reference is finite"
-        result.max_abs_error = float("inf")
     elif mismatch:
         result.reason, result.detail = "mismatch", (f"{first}: {mismatch} values beyond atol={atol}, rtol={rtol} "
                                                     f"(max abs error {worst_abs:.3g}, {worst_ratio:.3g}x the tolerance)")

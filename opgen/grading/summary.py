@@ -61,7 +61,7 @@ def summary_text(figures: dict) -> str:
                      f"{times(figures[f'geomean_speedup_{baseline}'])}, median "
                      f"{times(figures[f'median_speedup_{baseline}'])} over the {figures[f'speedups_{baseline}']} "
                      f"correct timed solutions; {fast}")
-    if "seconds_per_task" in figures:
+    if figures.get("seconds_per_task") is not None:
         lines.append(f"{figures['graded_now']} graded in {figures['wall_s']:.0f} s: "
                      f"{figures['seconds_per_task']:.2f} s per graded task")
     return "\n".join(lines)

@@ -36,6 +36,7 @@ from opgen.sandbox.worker import exit_after_answer
 from opgen.taskcode.dtypes import tolerance_of
 from opgen.timing.trials import TrialPlan
 
+_PERF_COUNTER = time.perf_counter   # captured before any solution loads (a solution may patch time's)
 PROBE_DRAW = -1   # the reference's own run before the solution loads: does the task run at all?
 
 
@@ -50,7 +51,7 @@ class Verdict(Exception):
 def grade_in_worker(payload: dict) -> dict:
     """Grade one solution against one task (payload: task, solution, device, seed, draws, configs, atol, rtol,
     timing, compile_baseline, warmups, trials, min_trials, threads); the result dict of docs/grading.md."""
-    started = time.perf_counter()
+    started = _PERF_COUNTER()
     if payload.get("threads"):
         torch.set_num_threads(int(payload["threads"]))
     grading = Grading(payload)
@@ -64,7 +65,7 @@ def grade_in_worker(payload: dict) -> dict:
                 exit_after_answer()
             elif verdict.reason == "exec_error" and machine_fault(verdict.detail):
                 grading.result["machine_suspect"] = True
-    grading.result["worker_s"] = round(time.perf_counter() - started, 3)
+    grading.result["worker_s"] = round(_PERF_COUNTER() - started, 3)
     return grading.result
 
 
@@ -80,10 +81,9 @@ class Grading:
         self.lock = current_gpu_lock_path() if self.device == "cuda" else None
         self.atol, self.rtol = payload.get("atol"), payload.get("rtol")
         self.result: dict = {"correct": False, "reason": None, "detail": None, "max_abs_error": None,
-                             "tolerance_ratio": None, "atol": None, "rtol": None,
+                             "tolerance_ratio": None, "non_finite_values": 0, "atol": None, "rtol": None,
                              "configs": [c.name for c in self.configs], "draws": self.draws, "seed": self.seed,
                              "device": self.device}
-        self.worst = Comparison(max_abs_error=0.0, tolerance_ratio=0.0)
 
     def run(self) -> None:
         self.settings = Settings()
@@ -223,12 +223,11 @@ class Grading:
             raise Verdict(comparison.reason, f"{where}: {comparison.detail}")
 
     def note_error(self, comparison: Comparison) -> None:
+        """The worst error so far (over finite values; `non_finite_values` counts the others)."""
         for key in ("max_abs_error", "tolerance_ratio"):
-            value = getattr(comparison, key)
-            if value is not None and value > (self.result[key] or 0.0):
-                self.result[key] = value
-            elif self.result[key] is None:
-                self.result[key] = value
+            self.result[key] = max(self.result[key] or 0.0, getattr(comparison, key) or 0.0)
+        if comparison.non_finite_values:
+            self.result["non_finite_values"] = comparison.non_finite_values
 
     # -- timing --------------------------------------------------------------------------------------------------
 
