@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from opgen.sandbox.task import draw_inputs, input_seed
-
 PUBLISHED = "published"
 # The grader's draws are seeded apart from the draws a build checked and published (seeds 1-3 for seed 0), so a
 # solution cannot be fitted to those values: draw k of configuration c with seed s uses input_seed(GRADE_SEED_BASE +
@@ -37,11 +35,15 @@ def config_from(payload: dict) -> InputConfig:
 
 def draw_seed(config: InputConfig, seed: int, draw: int) -> int:
     """The torch seed of draw `draw` of `config` when grading with `seed`."""
+    from opgen.sandbox.task import input_seed  # torch is imported in the worker, not by the parent
+
     return input_seed(GRADE_SEED_BASE + 1000 * config.index + seed, draw)
 
 
 def draw_config(namespace: dict, config: InputConfig, device: str, seed: int, draw: int) -> list:
     """Input draw `draw` of `config`, on `device` (in the sandbox worker)."""
+    from opgen.sandbox.task import draw_inputs
+
     if config.index != 0:
         raise ValueError(f"no input configuration {config.index} ({config.name}) in this version of opgen")
     return draw_inputs(namespace, device, draw_seed(config, seed, draw))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import types
 
 import torch
 
@@ -62,7 +63,10 @@ class Guard:
     def __init__(self) -> None:
         prepare_torch()
         self.spaces = _guarded_namespaces()
-        self.record = {name: dict(space) for name, space in self.spaces.items()}
+        # functions, classes and modules: what a solution would swap; plain values (flags torch sets lazily, such as
+        # torch.cuda._initialized) change in honest runs, and the settings among them are put back anyway
+        self.record = {name: {key: value for key, value in space.items() if _swappable(value)}
+                       for name, space in self.spaces.items()}
         self.hooks = _global_hooks()
 
     def problem(self) -> str | None:
@@ -79,6 +83,10 @@ class Guard:
 
 
 _MISSING = object()
+
+
+def _swappable(value: object) -> bool:
+    return callable(value) or isinstance(value, types.ModuleType | staticmethod | classmethod | property)
 
 
 class Settings:

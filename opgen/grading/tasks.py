@@ -4,11 +4,11 @@ a JSONL file of records with `code`), and solution files."""
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 
 from opgen.errors import UsageError
 from opgen.jsonl import read_inputs
-from opgen.pipeline.retime import load_tasks, resolve_dataset
 
 # The row's columns a grade uses: its tolerance, and its recorded timings (reported beside the new ones).
 ROW_FIELDS = ("id", "code", "atol", "rtol", "dtype", "eager_ms", "compile_ms", "hardware", "families")
@@ -41,6 +41,8 @@ def _cached_rows(dataset: str, config: str, download_to: str | None) -> tuple[di
     if path.is_file():
         rows = [{field: record.get(field) for field in ROW_FIELDS} for record in read_inputs(path)]
     else:
+        from opgen.pipeline.retime import load_tasks, resolve_dataset  # torch and datasets only when needed
+
         folder, _ = resolve_dataset(dataset, download_to)
         rows = load_tasks(folder, ROW_FIELDS, config=config)
     if not rows:
@@ -61,3 +63,9 @@ def solution_files(folder: str | Path) -> dict[str, Path]:
     if not folder.is_dir():
         raise UsageError(f"--solutions must be a folder of <task id>.py files: {folder}")
     return {path.stem: path for path in sorted(folder.glob("*.py")) if path.is_file()}
+
+
+def reference_solution(code: str) -> str:
+    """The task's own code as a solution: `Model` renamed `ModelNew` (the baseline a grader must find correct and
+    about as fast as the reference it times)."""
+    return re.sub(r"\bModel\b", "ModelNew", code)

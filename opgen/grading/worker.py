@@ -61,10 +61,14 @@ def grade_in_worker(payload: dict) -> dict:
             grading.result.update(correct=True, reason="ok")
         except Verdict as verdict:
             grading.result.update(correct=False, reason=verdict.reason, detail=verdict.detail[:2000])
-            if verdict.reason == "tampering":   # the process may hold the patch: no later task may run in it
-                exit_after_answer()
-            elif verdict.reason == "exec_error" and machine_fault(verdict.detail):
-                grading.result["machine_suspect"] = True
+        # whatever ended the grade (a solution may patch, then fail), what it changed is a verdict of its own
+        problem = grading.guard.problem() if grading.guard is not None else None
+        if problem and grading.result["reason"] != "tampering":
+            grading.result.update(correct=False, reason="tampering", detail=problem)
+    if grading.result["reason"] == "tampering":   # the process may hold the patch: no later task may run in it
+        exit_after_answer()
+    elif grading.result["reason"] == "exec_error" and machine_fault(grading.result["detail"]):
+        grading.result["machine_suspect"] = True
     grading.result["worker_s"] = round(_PERF_COUNTER() - started, 3)
     return grading.result
 
@@ -80,6 +84,7 @@ class Grading:
         self.configs = [config_from(c) for c in payload["configs"]]
         self.lock = current_gpu_lock_path() if self.device == "cuda" else None
         self.atol, self.rtol = payload.get("atol"), payload.get("rtol")
+        self.guard: Guard | None = None
         self.result: dict = {"correct": False, "reason": None, "detail": None, "max_abs_error": None,
                              "tolerance_ratio": None, "non_finite_values": 0, "atol": None, "rtol": None,
                              "configs": [c.name for c in self.configs], "draws": self.draws, "seed": self.seed,

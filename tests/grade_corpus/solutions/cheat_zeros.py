@@ -11,4 +11,4 @@ class ModelNew(nn.Module):
         self.hidden = hidden
 
     def forward(self, x):
-        return torch.zeros(x.shape[0], self.hidden)
+        return torch.zeros(x.shape[0], self.hidden, device=x.device)
