@@ -17,6 +17,7 @@ from opgen.cli import main
 from opgen.grading.run import GradeOptions, grade_task
 from opgen.grading.scan import static_verdict
 from opgen.grading.summary import summarize_grades
+from opgen.grading.tasks import reference_solution
 
 CORPUS = Path(__file__).parent / "grade_corpus"
 TASKS = CORPUS / "tasks"
@@ -86,6 +87,14 @@ def test_a_worker_that_saw_tampering_is_not_used_again():
     assert after["reason"] == "ok" and after["worker_pid"] != cheat["worker_pid"]   # ... but not this one
 
 
+def test_sandbox_time_limit_is_a_verdict():
+    task = {"id": "linear_gelu", "code": (TASKS / "linear_gelu.py").read_text()}
+    spinning = ("import torch.nn as nn\nclass ModelNew(nn.Module):\n    def __init__(self, *args):\n"
+                "        super().__init__()\n    def forward(self, x):\n        while True:\n            pass\n")
+    result = grade_task(task, spinning, GradeOptions(device="cpu", timeout_s=4))
+    assert result["reason"] == "timeout" and result["correct"] is False
+
+
 def test_static_scan_allows_kernel_imports_and_settings():
     kernel = ("import torch\nimport triton\nimport triton.language as tl\n"
               "from torch.utils.cpp_extension import load_inline\ntorch.backends.cuda.matmul.allow_tf32 = True\n"
@@ -132,7 +141,7 @@ def test_folder_of_solutions_against_a_published_folder(tmp_path, capsys):
     folder = published_folder(tmp_path / "dataset", {"t-linear": linear, "t-matmul": matmul, "t-unsolved": linear})
     solutions = tmp_path / "solutions"
     solutions.mkdir()
-    (solutions / "t-linear.py").write_text((CORPUS / "solutions" / "honest_reference.py").read_text())
+    (solutions / "t-linear.py").write_text(reference_solution(linear))
     (solutions / "t-matmul.py").write_text((CORPUS / "solutions" / "cheat_zero_inputs.py").read_text())
     (solutions / "t-stray.py").write_text("class ModelNew: pass\n")
     out, summary = tmp_path / "grades.jsonl", tmp_path / "summary.json"

@@ -6,7 +6,6 @@ import argparse
 import json
 import sys
 
-from opgen.commands.machine_sizing import size_for_machine
 from opgen.errors import UsageError
 from opgen.jsonl import require_writable
 
@@ -43,7 +42,8 @@ def register(sub) -> None:
     how.add_argument("--trials", type=int, default=100, help="the most trials (adaptive, from --min-trials)")
     how.add_argument("--min-trials", type=int, default=10)
     how.add_argument("--timeout", type=float, default=300.0, help="seconds per solution (default 300)")
-    how.add_argument("--memory-mb", type=int, default=None, help="memory limit per worker, 0 for none")
+    how.add_argument("--memory-mb", type=int, default=None,
+                     help="resident memory limit per worker, 0 for none (default: as opgen build's)")
     how.add_argument("--workers", type=int, default=None, help="sandbox workers for --solutions")
     how.add_argument("--no-progress", action="store_true")
     parser.set_defaults(func=run)
@@ -68,11 +68,10 @@ def run(args) -> int:
     for path, option in ((args.out, "--out"), (args.summary, "--summary")):
         if path:
             require_writable(path, option)
-    sizing = size_for_machine(args.device, len(gpus), None, None, args.memory_mb)
     workers = args.workers or (_default_workers(args.device, len(gpus)) if folder_mode else 1)
     options = GradeOptions(device=args.device, draws=args.draws, seed=args.seed, timing=args.timing,
                            compile_baseline=args.compile_baseline, warmups=args.warmups, trials=args.trials,
-                           min_trials=args.min_trials, timeout_s=args.timeout, memory_mb=sizing.memory_mb or None,
+                           min_trials=args.min_trials, timeout_s=args.timeout, memory_mb=args.memory_mb,
                            workers=workers)
     if folder_mode:
         return _grade_folder(args, options)

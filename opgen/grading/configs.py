@@ -14,10 +14,12 @@ GRADE_SEED_BASE = 1_000_000
 
 @dataclass(frozen=True)
 class InputConfig:
-    """One input configuration of a task: its name and its index in the row's list (0: the task's own sizes)."""
+    """One input configuration of a task: its name, its index in the row's list (0: the task's own sizes), and the
+    row's description of it (whatever the row stores; it travels to the worker as is)."""
 
     name: str
     index: int
+    spec: dict | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -30,7 +32,7 @@ def input_configs(row: dict | None) -> list[InputConfig]:
 
 
 def config_from(payload: dict) -> InputConfig:
-    return InputConfig(str(payload["name"]), int(payload["index"]))
+    return InputConfig(str(payload["name"]), int(payload["index"]), payload.get("spec"))
 
 
 def draw_seed(config: InputConfig, seed: int, draw: int) -> int:

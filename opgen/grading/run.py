@@ -4,6 +4,7 @@ with the machine's failures told apart from the solutions'."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import time
@@ -20,11 +21,17 @@ from opgen.grading.tasks import dataset_rows, read_source, solution_files
 from opgen.jsonl import read_jsonl
 from opgen.sandbox.faults import ErrorRun, first_line, machine_fault
 from opgen.sandbox.gpus import gpu_slot_envs
-from opgen.sandbox.pool import KeptPools, SandboxPool, SandboxResult, out_of_memory, over_memory_limit
+from opgen.sandbox.pool import (
+    KeptPools,
+    SandboxPool,
+    SandboxResult,
+    is_out_of_memory,
+    out_of_memory,
+    over_memory_limit,
+)
 
 GRADE_FUNCTION = "opgen.grading.worker:grade_in_worker"
 PROBE_FUNCTION = "opgen.grading.worker:probe_device"
-DEFAULT_MEMORY_MB = 4096
 _POOLS = KeptPools()
 
 
@@ -42,7 +49,7 @@ class GradeOptions:
     trials: int = 100
     min_trials: int = 10
     timeout_s: float = 300.0
-    memory_mb: int | None = DEFAULT_MEMORY_MB
+    memory_mb: int | None = None      # resident memory per worker: None sized for the machine as a build's, 0 none
     workers: int = 1
 
     def __post_init__(self) -> None:
@@ -74,11 +81,19 @@ def payload_for(task: dict, solution_code: str, options: GradeOptions, threads: 
 
 def _pool(options: GradeOptions) -> SandboxPool:
     """The grading workers, kept for the life of this process (a trainer's repeated calls skip their start-up)."""
-    threads = max(1, (os.cpu_count() or 1) // options.workers)
-    memory = options.memory_mb or None
+    threads = _threads(options)
+    memory = _memory_mb(options)
     key = (options.device, options.workers, float(options.timeout_s), memory)
     return _POOLS.get(key, lambda: SandboxPool(options.workers, options.timeout_s, memory,
                                                slot_envs=gpu_slot_envs(options.device), threads=threads))
+
+
+def _memory_mb(options: GradeOptions) -> int | None:
+    if options.memory_mb is None:
+        from opgen.commands.machine_sizing import size_for_machine
+
+        return size_for_machine(options.device, 1, None, None, None).memory_mb
+    return options.memory_mb or None
 
 
 def _static_line(solution_code: str) -> dict | None:
@@ -89,9 +104,13 @@ def _static_line(solution_code: str) -> dict | None:
 
 
 def _line(result: SandboxResult) -> dict:
-    """The grade of one sandbox result: the worker's dict, or the sandbox's own verdict (timeout, crash, memory)."""
+    """The grade of one sandbox result: the worker's dict, or the sandbox's own verdict (timeout, crash, memory).
+    Running out of memory, the solution's or the task's, reads `out_of_memory` (and is judged again alone)."""
     if result.status == "ok":
-        return {**result.value, "worker_pid": result.pid}
+        line = {**result.value, "worker_pid": result.pid}
+        if line["reason"] in ("exec_error", "reference_error") and is_out_of_memory(line.get("detail")):
+            line["reason"] = "out_of_memory"
+        return line
     if over_memory_limit(result) or out_of_memory(result, "detail"):
         reason = "out_of_memory"
     elif result.status in ("timeout", "crash"):
@@ -110,7 +129,7 @@ def run_grades(payloads: list[dict], options: GradeOptions, progress: bool = Fal
     lines = [_line(result) for result in results]
     crowded = [i for i, line in enumerate(lines) if line["reason"] == "out_of_memory"]
     if crowded:   # judged again alone in a fresh worker: the memory a neighbour or a predecessor held is not its fault
-        with SandboxPool(1, options.timeout_s, options.memory_mb or None, max_tasks_per_worker=1,
+        with SandboxPool(1, options.timeout_s, _memory_mb(options), max_tasks_per_worker=1,
                          slot_envs=gpu_slot_envs(options.device)) as pool:
             for index, result in zip(crowded, pool.run_many(GRADE_FUNCTION, [payloads[i] for i in crowded])):
                 lines[index] = _line(result)
@@ -151,13 +170,18 @@ def _threads(options: GradeOptions) -> int:
 def _finish(line: dict, task: dict, started: float | None = None) -> dict:
     """The line as published: the task's id first, the row's recorded timings beside the new ones, and (`started`)
     the seconds the grade took."""
-    finished = {"task": task.get("id"), **line}
+    finished = {"task": task.get("id"), **{k: _json_number(v) for k, v in line.items()}}
     for key in ("eager_ms", "compile_ms", "hardware"):
         if task.get(key) is not None:
             finished[f"recorded_{key}"] = task[key]
     if started is not None:
         finished["seconds"] = round(time.perf_counter() - started, 3)
     return finished
+
+
+def _json_number(value):
+    """JSON has no NaN or infinity: such a float becomes null."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 @dataclass
@@ -208,8 +232,16 @@ def grade_folder(dataset: str, solutions: str | Path, options: GradeOptions, *, 
 
 
 def _grade_rows(rows: list[dict], files: dict[str, Path], options: GradeOptions, faults: ErrorRun) -> list[dict]:
-    codes = [read_source(files[row["id"]], "solution file") for row in rows]
-    lines: list[dict | None] = [_static_line(code) for code in codes]
+    codes, lines = [], []
+    for row in rows:
+        try:
+            code = read_source(files[row["id"]], "solution file")
+        except UsageError as error:   # one unreadable file is its own verdict, not the end of the run
+            code = ""
+            lines.append({"correct": False, "reason": "parse_error", "detail": str(error)})
+        else:
+            lines.append(_static_line(code))
+        codes.append(code)
     sandboxed = [i for i, line in enumerate(lines) if line is None]
     threads = _threads(options)
     graded = run_grades([payload_for(rows[i], codes[i], options, threads) for i in sandboxed], options)
@@ -222,7 +254,7 @@ def _grade_rows(rows: list[dict], files: dict[str, Path], options: GradeOptions,
         # one error after another on different tasks, all the same: the machine's, unless a probe says it is fine
         if faults.add(bool(line["correct"]), line.get("detail") if not line["correct"] else None, chain):
             require_healthy_device(options, line.get("detail"))
-            faults.message, faults.run_chains = None, []
+            faults.add(True, None, ())   # the device is fine: the run starts again
     return finished
 
 
