@@ -65,6 +65,13 @@ def test_corpus_solution_gets_its_reason(path, head):
         assert result["non_finite_values"] == 4 * 32 and result["detail"].startswith("published draw ")
 
 
+@pytest.mark.parametrize("task", ["linear_gelu", "matmul_scale"])
+def test_the_reference_itself_passes(task):
+    result = opgen.grade(solution_code=reference_solution((TASKS / f"{task}.py").read_text()),
+                         task=TASKS / f"{task}.py", **CPU_TIMED)
+    assert result["reason"] == "ok" and result["max_abs_error"] == 0.0 and result["speedup_eager"] > 0, result
+
+
 @pytest.mark.parametrize("path,head", corpus(lambda head: "runtime" in head))
 def test_runtime_defence_alone_catches_the_cheat(path, head):
     """The static scan skipped: what the sandboxed run finds by itself."""
@@ -75,7 +82,7 @@ def test_runtime_defence_alone_catches_the_cheat(path, head):
 
 def test_a_worker_that_saw_tampering_is_not_used_again():
     task = {"id": "linear_gelu", "code": (TASKS / "linear_gelu.py").read_text()}
-    honest = (CORPUS / "solutions" / "honest_reference.py").read_text()
+    honest = reference_solution(task["code"])
     options = GradeOptions(device="cpu")
     first = grade_task(task, honest, options)
     again = grade_task(task, honest, options)
@@ -109,12 +116,14 @@ def test_static_scan_allows_kernel_imports_and_settings():
 
 def test_cli_exit_statuses(tmp_path, capsys):
     solutions, task = CORPUS / "solutions", str(TASKS / "linear_gelu.py")
-    assert main(["grade", "--task", task, "--solution", str(solutions / "honest_reference.py"), "--device", "cpu"]) == 0
+    honest = tmp_path / "honest.py"
+    honest.write_text(reference_solution((TASKS / "linear_gelu.py").read_text()))
+    assert main(["grade", "--task", task, "--solution", str(honest), "--device", "cpu"]) == 0
     assert json.loads(capsys.readouterr().out)["correct"] is True
     assert main(["grade", "--task", task, "--solution", str(solutions / "cheat_zeros.py"), "--device", "cpu"]) == 1
     assert json.loads(capsys.readouterr().out)["reason"] == "mismatch"
     bad = [["--task", task, "--solution", str(tmp_path / "missing.py")],
-           ["--task", str(TASKS / "broken.py"), "--solution", str(solutions / "honest_reference.py")],
+           ["--task", str(TASKS / "broken.py"), "--solution", str(honest)],
            ["--solutions", str(solutions)],
            ["--task", task, "--dataset", str(tmp_path), "--solution", str(solutions / "cheat_zeros.py")],
            ["--task", task, "--solution", str(solutions / "cheat_zeros.py"), "--draws", "0"]]

@@ -9,6 +9,7 @@ import torch
 
 import opgen
 from opgen.grading.run import GradeOptions, grade_task
+from opgen.grading.tasks import reference_solution
 from tests.test_grade import CORPUS, TASKS, corpus
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
@@ -38,13 +39,15 @@ torch.cuda.Event.elapsed_time = lambda self, end: 0.001
 
 
 class ModelNew(nn.Module):
-    def __init__(self, scale):
-        super().__init__()
-        self.scale = scale
-
     def forward(self, a, b):
-        return torch.matmul(a, b) * self.scale
+        return torch.relu(a @ b)
 """
+
+
+def test_the_reference_itself_passes_with_its_speedups():
+    code = (TASKS / "gpu_matmul.py").read_text()
+    result = opgen.grade(solution_code=reference_solution(code), task_code=code, device="cuda")
+    assert result["reason"] == "ok" and result["speedup_eager"] > 0 and result["speedup_compile"] > 0, result
 
 
 def test_patched_cuda_timer_caught_by_the_guard_alone():

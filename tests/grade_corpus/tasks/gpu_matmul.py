@@ -3,20 +3,17 @@ import torch.nn as nn
 
 
 class Model(nn.Module):
-    def __init__(self, scale: float):
-        super().__init__()
-        self.scale = scale
+    """A product of two large matrices: long enough on a GPU for work left on a side stream to be still running when
+    the call returns."""
 
     def forward(self, a, b):
-        return torch.matmul(a, b) * self.scale
-
-
-size = 2048
+        return torch.relu(a @ b)
 
 
 def get_inputs():
-    return [torch.randn(size, size), torch.randn(size, size)]
+    n = 2048
+    return [torch.randn(n, n), torch.randn(n, n)]
 
 
 def get_init_inputs():
-    return [0.5]
+    return []
