@@ -9,6 +9,7 @@ timed on. See docs/grading.md for each defence and the hack it stops."""
 
 from __future__ import annotations
 
+import builtins
 import linecache
 import time
 from collections.abc import Callable
@@ -61,6 +62,8 @@ def grade_in_worker(payload: dict) -> dict:
             grading.result.update(correct=True, reason="ok")
         except Verdict as verdict:
             grading.result.update(correct=False, reason=verdict.reason, detail=verdict.detail[:2000])
+        except BaseException as error:  # noqa: BLE001 - whatever the solution left behind broke the grade
+            grading.result.update(correct=False, reason="exec_error", detail=f"grading stopped: {describe(error)}")
         # whatever ended the grade (a solution may patch, then fail), what it changed is a verdict of its own
         problem = grading.guard.problem() if grading.guard is not None else None
         if problem and grading.result["reason"] != "tampering":
@@ -122,7 +125,7 @@ class Grading:
         code = self.payload["solution"]
         filename = f"{TASK_FILENAME_PREFIX}solution>"
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
-        namespace = {"__name__": "opgen_solution", "__file__": filename, "__builtins__": __builtins__}
+        namespace = {"__name__": "opgen_solution", "__file__": filename, "__builtins__": builtins}
         try:
             exec(compile(code, filename, "exec"), namespace)  # noqa: S102 - the sandbox worker
             model_new = namespace.get("ModelNew")
@@ -149,7 +152,7 @@ class Grading:
     def check_draw(self, config: InputConfig, draw: int, reused: list | None = None, after_timing: bool = False) -> None:
         """Draw `draw` of `config`: the solution first on a fresh copy (or, `reused`, on the tensors it was timed
         on, refilled with the draw's values), then the reference on another; the verdict of the comparison."""
-        inputs = draw_config(self.namespace, config, self.device, self.seed, draw)
+        inputs = self.draw(config, draw)
         if reused is None:
             candidate_inputs = fresh(inputs)
         else:
@@ -170,11 +173,17 @@ class Grading:
                 raise Verdict("mismatch_after_timing", f"{verdict.reason}: {verdict.detail}") from None
             raise
 
-    def call_solution(self, inputs: list, fn: Callable | None = None) -> list[torch.Tensor]:
+    def draw(self, config: InputConfig, draw: int) -> list:
+        try:
+            return draw_config(self.namespace, config, self.device, self.seed, draw)
+        except Exception as error:  # noqa: BLE001 - the task's get_inputs failed: the task's fault
+            raise Verdict("reference_error", f"the task's inputs fail: {describe(error)}") from None
+
+    def call_solution(self, inputs: list) -> list[torch.Tensor]:
         """The solution's outputs on `inputs`, waited for; a verdict when it raises, patches, or returns early."""
         try:
             with gpu_lock(self.lock, shared=True), torch.no_grad():
-                raw = (fn or self.candidate)(*inputs)
+                raw = self.candidate(*inputs)
                 outputs = output_tensors(raw)
                 self.check_ready(outputs)
         except Verdict:
@@ -244,7 +253,7 @@ class Grading:
                          min_trials=min(int(payload.get("min_trials", 10)), int(payload.get("trials", 100))))
         timed_draw, fresh_draw, compile_draw = self.draws, self.draws + 1, self.draws + 2
         compiled = self.compile_reference(config, compile_draw) if payload.get("compile_baseline") else None
-        inputs = draw_config(self.namespace, config, self.device, self.seed, timed_draw)
+        inputs = self.draw(config, timed_draw)
         candidate_inputs, reference_inputs = fresh(inputs), fresh(inputs)
         with gpu_lock(self.lock):
             try:
@@ -285,7 +294,7 @@ class Grading:
         """torch.compile of the reference (default mode), at the settings the task was timed with, and its first
         call on a draw of its own (not the timed one: its output must not be in memory when the solution is timed)."""
         self.settings.restore()
-        inputs = draw_config(self.namespace, config, self.device, self.seed, draw)
+        inputs = self.draw(config, draw)
         try:
             with inductor_benchmarks_locked(self.lock), gpu_lock(self.lock, shared=True), torch.no_grad():
                 compiled = torch.compile(self.reference)
