@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from opgen.commands.machine_sizing import size_for_machine
 from opgen.errors import UsageError
 from opgen.jsonl import require_writable
 
@@ -68,10 +69,12 @@ def run(args) -> int:
     for path, option in ((args.out, "--out"), (args.summary, "--summary")):
         if path:
             require_writable(path, option)
+    sizing = size_for_machine(args.device, len(gpus), None, None, args.memory_mb)
     workers = args.workers or (_default_workers(args.device, len(gpus)) if folder_mode else 1)
     options = GradeOptions(device=args.device, draws=args.draws, seed=args.seed, timing=args.timing,
                            compile_baseline=args.compile_baseline, warmups=args.warmups, trials=args.trials,
-                           min_trials=args.min_trials, timeout_s=args.timeout, memory_mb=args.memory_mb,
+                           min_trials=args.min_trials, timeout_s=args.timeout,
+                           memory_mb=sizing.memory_mb or None,
                            workers=workers)
     if folder_mode:
         return _grade_folder(args, options)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from opgen.commands.machine_sizing import size_for_machine
 from opgen.errors import UsageError
 from opgen.grading.run import GradeOptions, grade_task
 from opgen.grading.tasks import dataset_row, read_source, task_from_file
@@ -14,7 +15,8 @@ def grade(solution: str | Path | None = None, *, solution_code: str | None = Non
           download_to: str | None = None, **options) -> dict:
     """Grade a solution (a file, or `solution_code`) against a task (a file `task`, source `task_code`, or row `id`
     of `dataset`: a published folder, a Hub id or a JSONL file). `options` are GradeOptions' fields: device ("cuda"
-    by default), draws, seed, timing, compile_baseline, warmups, trials, min_trials, timeout_s, memory_mb.
+    by default), draws, seed, timing, compile_baseline, warmups, trials, min_trials, timeout_s, memory_mb (default:
+    the build's limit on this machine; 0 for none).
 
     Returns the grade: `correct`, `reason` ("ok" or the code of what failed), `detail`, the worst error
     (`max_abs_error`, `tolerance_ratio`), and when timed `solution_ms`, `eager_ms`, `compile_ms`, `speedup_eager`,
@@ -31,9 +33,12 @@ def grade(solution: str | Path | None = None, *, solution_code: str | None = Non
         row = {"id": "task", "code": task_code}
     else:
         row = dataset_row(str(dataset), str(id), config, download_to)
-    grade_options = GradeOptions(**options)
-    if grade_options.device == "cuda":
+    device = options.get("device", "cuda")
+    gpus = []
+    if device == "cuda":
         from opgen.sandbox.gpus import require_cuda
 
-        require_cuda()
-    return grade_task(row, code, grade_options)
+        gpus = require_cuda()
+    if options.get("memory_mb") is None:   # the build's limit on this machine (0: none)
+        options["memory_mb"] = size_for_machine(device, len(gpus), None, None, None).memory_mb
+    return grade_task(row, code, GradeOptions(**options))

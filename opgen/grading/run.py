@@ -49,7 +49,7 @@ class GradeOptions:
     trials: int = 100
     min_trials: int = 10
     timeout_s: float = 300.0
-    memory_mb: int | None = None      # resident memory per worker: None sized for the machine as a build's, 0 none
+    memory_mb: int | None = None      # resident memory limit per worker (MB); None or 0: none
     workers: int = 1
 
     def __post_init__(self) -> None:
@@ -89,10 +89,6 @@ def _pool(options: GradeOptions) -> SandboxPool:
 
 
 def _memory_mb(options: GradeOptions) -> int | None:
-    if options.memory_mb is None:
-        from opgen.commands.machine_sizing import size_for_machine
-
-        return size_for_machine(options.device, 1, None, None, None).memory_mb
     return options.memory_mb or None
 
 
