@@ -11,10 +11,12 @@
 # KernelBench levels 1-2 from .devdata/problems.jsonl (scripts/gpu/prepare.sh), else N+20 sampled gpu-profile tasks.
 # Packages the image lacks travel as wheels in .whl/ (scripts/gpu/env.sh): pytest's for step 1, datasets' for a folder.
 # Figures into $OUT: grade_summary.txt and .json, grades.jsonl, pytest_gpu.txt, machine.txt.
-#   OUT=$OUT [DATASET=...] [N=100] [WORKERS=8] [STEPS="pytest reference"] bash scripts/gpu/grade.sh
+#   OUT=$OUT [DATASET=...] [N=100] [WORKERS=12] [STEPS="pytest reference"] bash scripts/gpu/grade.sh
+# Each step stops at its own limit (PYTEST_S, then the rest of DEADLINE seconds); a reference run cut short is
+# summarised over the tasks it graded.
 set -u
 export PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore HF_HUB_OFFLINE=1
-OUT=${OUT:-/tmp/opgen-grade}; N=${N:-100}; WORKERS=${WORKERS:-8}; STEPS=${STEPS:-pytest reference}
+OUT=${OUT:-/tmp/opgen-grade}; N=${N:-100}; WORKERS=${WORKERS:-12}; STEPS=${STEPS:-pytest reference}; PYTEST_S=${PYTEST_S:-200}
 DEADLINE=${DEADLINE:-460}; WORK=${WORK:-/tmp/opgen-grade-work}
 export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-/tmp/opgen-inductor-grade}
 mkdir -p "$OUT" "$WORK"
@@ -44,11 +46,12 @@ for step in $STEPS; do
   case $step in
     pytest)
       if python3 -c "import pytest" 2> /dev/null; then
-        timeout "$(left)" python3 -m pytest -q -m gpu tests/test_grade_gpu.py -p no:cacheprovider -ra \
+        timeout "$(( $(left) < PYTEST_S ? $(left) : PYTEST_S ))" python3 -m pytest -q -m gpu tests/test_grade_gpu.py \
+          -p no:cacheprovider -ra \
           > "$OUT/pytest_gpu.txt" 2>&1
         say "pytest rc=$? ($(tail -n 1 "$OUT/pytest_gpu.txt"))"
       else
-        say "pytest is not installed here: put its wheels (pytest, pluggy, iniconfig) in .whl/"
+        say "pytest is not installed here: put its wheels in .whl/ (scripts/gpu/prepare.sh)"
       fi ;;
     reference)
       data=$(tasks); say "dataset: $data, $N reference solutions"
