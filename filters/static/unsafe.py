@@ -28,7 +28,7 @@ FORBIDDEN_CALLS = frozenset({"torch.save", "torch.load", "torch.jit.save", "torc
                              "torch.export.load", "torch.from_file", "torch.ops.load_library"})
 
 
-def _import_problem(node: ast.AST) -> str | None:
+def _import_problem(node: ast.AST, allowed: frozenset[str]) -> str | None:
     if isinstance(node, ast.Import):
         modules = [alias.name for alias in node.names]
     elif isinstance(node, ast.ImportFrom):
@@ -39,6 +39,8 @@ def _import_problem(node: ast.AST) -> str | None:
     else:
         return None
     for module in modules:
+        if _allowed(module, allowed):
+            continue
         if module.split(".")[0] not in ALLOWED_IMPORT_ROOTS:
             return f"import of {module}"
         if module.startswith(FORBIDDEN_MODULE_PREFIXES):
@@ -46,10 +48,15 @@ def _import_problem(node: ast.AST) -> str | None:
     return None
 
 
-def unsafe_reason(tree: ast.Module) -> str | None:
-    """A description of the first unsafe construct in the module, or None."""
+def _allowed(name: str, allowed: frozenset[str]) -> bool:
+    return any(name == module or name.startswith(module + ".") for module in allowed)
+
+
+def unsafe_reason(tree: ast.Module, allowed: frozenset[str] = frozenset()) -> str | None:
+    """A description of the first unsafe construct in the module, or None. `allowed` names modules (and their
+    submodules) a caller permits beyond the task rules, e.g. a kernel solution's `triton`."""
     for node in ast.walk(tree):
-        problem = _import_problem(node)
+        problem = _import_problem(node, allowed)
         if problem:
             return problem
         if isinstance(node, ast.Name) and node.id in FORBIDDEN_BUILTINS:
@@ -58,7 +65,8 @@ def unsafe_reason(tree: ast.Module) -> str | None:
             if node.attr in FORBIDDEN_ATTRIBUTES:
                 return f"use of .{node.attr}"
             name = dotted_name(node)
-            if name and (name in FORBIDDEN_CALLS or name.startswith(FORBIDDEN_MODULE_PREFIXES)):
+            if name and not _allowed(name, allowed) and (name in FORBIDDEN_CALLS
+                                                          or name.startswith(FORBIDDEN_MODULE_PREFIXES)):
                 return f"use of {name}"
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in {"getattr", "setattr"}:
             if len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):

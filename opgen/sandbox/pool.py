@@ -306,7 +306,7 @@ class SandboxPool:
                 worker.deadline = time.monotonic() + self.timeout_s
             elif worker.index is not None:
                 index, worker.index = worker.index, None
-                number = self._after_task(worker)
+                number = self._after_task(worker, bool(message.get("exiting")))
                 results[index] = SandboxResult(status, message.get("value"), message.get("detail", ""),
                                                time.monotonic() - worker.sent_at, float(message.get("cpu_s", 0.0)),
                                                worker.proc.pid, number)
@@ -327,13 +327,14 @@ class SandboxPool:
     def _limit(self, worker: _Worker) -> float:
         return self.timeout_s if worker.started else max(STARTUP_TIMEOUT_S, self.timeout_s)
 
-    def _after_task(self, worker: _Worker) -> int:
-        """Count the worker's finished task (returns which of its tasks it was); recycle a worn-out or bloated one."""
+    def _after_task(self, worker: _Worker, exiting: bool = False) -> int:
+        """Count the worker's finished task (returns which of its tasks it was); recycle a worn-out or bloated one,
+        and retire one that said it is exiting (its task asked for a fresh process after it)."""
         count = self._tasks_done.get(worker.proc.pid, 0) + 1
         self._tasks_done[worker.proc.pid] = count
         worn_out = self.max_tasks_per_worker is not None and count >= self.max_tasks_per_worker
         bloated = self.memory_mb is not None and worker.rss_mb() > 0.75 * self.memory_mb
-        if worn_out or bloated:  # recycle before the next task trips the limit on memory it did not use
+        if worn_out or bloated or exiting:  # recycle before the next task trips the limit on memory it did not use
             worker.stop()
             self._pool.remove(worker)
         return count

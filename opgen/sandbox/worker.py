@@ -44,6 +44,22 @@ def _answer(stream, message: dict) -> None:
     stream.flush()
 
 
+_exit_after_answer = False
+
+
+def exit_after_answer() -> None:
+    """Have this worker exit once the current task has its answer, so the pool's next task gets a fresh process
+    (a task that changed the process in ways a later task must not inherit)."""
+    global _exit_after_answer
+    _exit_after_answer = True
+
+
+def _exit_requested() -> bool:
+    # the worker runs as __main__; a task calls exit_after_answer of the module imported by its own name
+    imported = sys.modules.get("opgen.sandbox.worker")
+    return _exit_after_answer or bool(getattr(imported, "_exit_after_answer", False))
+
+
 FULL_COLLECTION_EVERY = 16  # tasks between collections that also look at frozen objects
 _tasks_since_full_collection = 0
 
@@ -111,10 +127,13 @@ def main() -> None:
         cpu = cpu_seconds()  # every answer says how much CPU its task took: is a slow task working or waiting?
         try:
             value = function(request["payload"])
-            _answer(proto_out, {"status": "ok", "value": value, "cpu_s": cpu_seconds() - cpu})
+            message = {"status": "ok", "value": value, "cpu_s": cpu_seconds() - cpu}
         except BaseException:  # noqa: BLE001 - SystemExit from task code is an error, not our exit
-            _answer(proto_out, {"status": "error", "detail": traceback.format_exc(limit=8),
-                                "cpu_s": cpu_seconds() - cpu})
+            message = {"status": "error", "detail": traceback.format_exc(limit=8), "cpu_s": cpu_seconds() - cpu}
+        exiting = _exit_requested()
+        _answer(proto_out, {**message, "exiting": True} if exiting else message)   # the pool sends it nothing more
+        if exiting:
+            os._exit(0)
         value = None
         release_torch()
 

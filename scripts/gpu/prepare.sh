@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Here (not on the GPU machine): lay out what the device scripts carry, in git-ignored folders.
 #   .whl/     wheels the GPU image lacks (datasketch, datasets + dill/multiprocess, transformers 5.24 to match
-#             the vocabulary), installed there with --no-deps into /tmp/site by the device scripts;
+#             the vocabulary, pytest for scripts/gpu/grade.sh), installed there with --no-deps into /tmp/site by the
+#             device scripts;
 #   .devdata/ the offline KernelBench copy and its published timings (kb_timing/, for the `kb` step's report),
 #             200 gpu-profile candidates for the `calibrate` step (scripts/gpu/calibrate.py), and
 #             mixuniform.jsonl: the dedup survivors of gpu candidates 0-199 of seed 0 under --composition mix
@@ -13,7 +14,8 @@ for path in /.whl/ /.devdata/; do grep -qx "$path" .git/info/exclude || echo "$p
 PY=${PY:-.venv/bin/python}
 "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .whl \
-    transformers==5.24.0 datasketch==2.0.0 datasets==5.2.0 dill==0.4.1 multiprocess==0.70.19
+    transformers==5.24.0 datasketch==2.0.0 datasets==5.2.0 dill==0.4.1 multiprocess==0.70.19 \
+    pytest==9.2.0 pluggy==1.7.0 iniconfig==2.3.1 pygments==2.21.0 pytest-timeout==2.4.0
 mkdir -p .devdata
 cp "${KERNELBENCH:-../shared/kernelbench/problems.jsonl}" .devdata/problems.jsonl
 KB_TIMING=$(dirname "${KERNELBENCH:-../shared/kernelbench/problems.jsonl}")/timing

@@ -1,0 +1,113 @@
+"""`opgen grade`: grade a solution (`ModelNew`) against a task, or a folder of solutions against a dataset."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from opgen.commands.machine_sizing import size_for_machine
+from opgen.errors import UsageError
+from opgen.jsonl import require_writable
+
+
+def register(sub) -> None:
+    parser = sub.add_parser(
+        "grade", help="grade a solution (ModelNew) against a task, or a folder of solutions against a dataset",
+        description="Grade a KernelBench-style solution (a file defining ModelNew, built with the task's "
+                    "get_init_inputs()) in a sandboxed worker: correct on several fresh input draws at the task's "
+                    "tolerance, safe against known hacks, and on a GPU timed against eager and torch.compile with "
+                    "the dataset's protocol. One solution: prints one JSON object, exit 0 correct, 1 not, 2 bad "
+                    "input. A folder (--solutions): one JSON line per task and the summary figures "
+                    "(docs/grading.md).")
+    source = parser.add_argument_group("what to grade")
+    source.add_argument("--task", default=None, help="a task file (KernelBench format)")
+    source.add_argument("--dataset", default=None,
+                        help="a published dataset folder, a Hub id ORG/NAME, or a JSONL file of records with code")
+    source.add_argument("--id", default=None, help="the task id within --dataset")
+    source.add_argument("--solution", default=None, help="the solution file (defines ModelNew)")
+    source.add_argument("--solutions", default=None, help="a folder of solutions, one <task id>.py per task")
+    source.add_argument("--out", default=None, help="with --solutions: the JSON lines go here (a rerun resumes)")
+    source.add_argument("--summary", default=None, help="with --solutions: also write the figures as JSON here")
+    source.add_argument("--config", default="default", help="the dataset config (a precision: bf16, fp16)")
+    source.add_argument("--download-to", default=None, help="where a Hub dataset is downloaded")
+    how = parser.add_argument_group("how")
+    how.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    how.add_argument("--draws", type=int, default=5, help="input draws checked per configuration (default 5)")
+    how.add_argument("--seed", type=int, default=0, help="seed of the draws and the weights (default 0)")
+    how.add_argument("--timing", action=argparse.BooleanOptionalAction, default=None,
+                     help="time solution and baselines (default: on CUDA only)")
+    how.add_argument("--compile-baseline", action=argparse.BooleanOptionalAction, default=None,
+                     help="time torch.compile of the reference too (default: when timing on CUDA)")
+    how.add_argument("--warmups", type=int, default=10)
+    how.add_argument("--trials", type=int, default=100, help="the most trials (adaptive, from --min-trials)")
+    how.add_argument("--min-trials", type=int, default=10)
+    how.add_argument("--timeout", type=float, default=300.0, help="seconds per solution (default 300)")
+    how.add_argument("--memory-mb", type=int, default=None,
+                     help="resident memory limit per worker, 0 for none (default: as opgen build's)")
+    how.add_argument("--workers", type=int, default=None, help="sandbox workers for --solutions")
+    how.add_argument("--no-progress", action="store_true")
+    parser.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from opgen.grading.run import GradeOptions
+
+    folder_mode = args.solutions is not None
+    if folder_mode:
+        if args.solution or args.task or args.id or not args.dataset:
+            raise UsageError("--solutions grades a folder against --dataset (no --task, --id or --solution)")
+    elif not args.solution or (args.task is None) == (args.dataset is None) or (args.dataset is None) != (args.id is None):
+        raise UsageError("give --solution with either --task or --dataset and --id (or --dataset with --solutions)")
+    if (args.out or args.summary) and not folder_mode:
+        raise UsageError("--out and --summary go with --solutions")
+    gpus = []
+    if args.device == "cuda":
+        from opgen.sandbox.gpus import require_cuda
+
+        gpus = require_cuda()
+    for path, option in ((args.out, "--out"), (args.summary, "--summary")):
+        if path:
+            require_writable(path, option)
+    sizing = size_for_machine(args.device, len(gpus), None, None, args.memory_mb)
+    workers = args.workers or (_default_workers(args.device, len(gpus)) if folder_mode else 1)
+    options = GradeOptions(device=args.device, draws=args.draws, seed=args.seed, timing=args.timing,
+                           compile_baseline=args.compile_baseline, warmups=args.warmups, trials=args.trials,
+                           min_trials=args.min_trials, timeout_s=args.timeout,
+                           memory_mb=sizing.memory_mb or None,
+                           workers=workers)
+    if folder_mode:
+        return _grade_folder(args, options)
+    return _grade_one(args, options)
+
+
+def _default_workers(device: str, gpus: int) -> int:
+    if device != "cuda":
+        return 2
+    from opgen.sandbox.gpus import default_workers_per_gpu
+
+    return default_workers_per_gpu(gpus) * max(1, gpus)
+
+
+def _grade_one(args, options) -> int:
+    from opgen.grading.run import grade_task
+    from opgen.grading.tasks import dataset_row, read_source, task_from_file
+
+    code = read_source(args.solution, "solution file")
+    task = task_from_file(args.task) if args.task else dataset_row(args.dataset, args.id, args.config, args.download_to)
+    line = {**grade_task(task, code, options), "solution": args.solution}
+    print(json.dumps(line))
+    return 0 if line["correct"] else 1
+
+
+def _grade_folder(args, options) -> int:
+    from opgen.grading.run import grade_folder
+    from opgen.grading.summary import summary_text
+
+    report = grade_folder(args.dataset, args.solutions, options, out=args.out, config=args.config,
+                          download_to=args.download_to, progress=not args.no_progress)
+    print(summary_text(report.figures), file=sys.stderr if args.out is None else sys.stdout)
+    if args.summary:
+        with open(args.summary, "w", encoding="utf-8") as handle:
+            json.dump(report.figures, handle, indent=1)
+    return 0

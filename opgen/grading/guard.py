@@ -1,0 +1,114 @@
+"""Run-time tamper detection in the grading worker: what the grader relies on (torch's and time's functions and
+classes, the grader's own modules, global module hooks, torch function modes) recorded before the solution loads and
+verified after each of its calls; and the process-wide settings the reference always runs under."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+
+import torch
+
+from opgen.timing.precision import apply_precision
+
+GUARDED_MODULES = (
+    "builtins", "time", "math", "statistics", "gc", "torch", "torch.cuda", "torch._C", "torch._C._nn", "torch.nn",
+    "torch.nn.functional", "torch.nn.modules.module", "torch.nn.init", "torch.overrides", "torch.library",
+    "torch.autograd", "torch.autograd.grad_mode", "filters.execute.tensors", "opgen.sandbox.task",
+    "opgen.timing.trials", "opgen.grading.compare", "opgen.grading.configs", "opgen.grading.guard",
+    "opgen.grading.timing", "opgen.grading.worker",
+)
+GUARDED_CLASSES = ("torch.Tensor", "torch.nn.Parameter", "torch.cuda.Event", "torch._C._CudaEventBase",
+                   "torch.cuda.Stream", "torch._C._CudaStreamBase", "torch.no_grad", "torch.device")
+
+
+def prepare_torch() -> None:
+    """Let torch make its own once-per-process patches (dynamo wraps `torch.manual_seed` when imported, and
+    `nn.Module.__init__` on its first compile) before the record is taken, so only a solution's count."""
+    from torch._dynamo import mutation_guard
+
+    if hasattr(mutation_guard, "install_generation_tagging_init"):
+        mutation_guard.install_generation_tagging_init()
+
+
+def _guarded_namespaces() -> dict[str, dict]:
+    spaces: dict[str, dict] = {}
+    for name in GUARDED_MODULES:
+        module = sys.modules.get(name)
+        if module is None and name.startswith(("opgen.", "filters.")):
+            module = importlib.import_module(name)
+        if module is not None:
+            spaces[name] = vars(module)
+    for dotted in GUARDED_CLASSES:
+        owner, _, attribute = dotted.rpartition(".")
+        cls = getattr(sys.modules.get(owner) or importlib.import_module(owner), attribute, None)
+        if isinstance(cls, type):
+            spaces[dotted] = cls.__dict__
+    for name, cls in vars(torch.nn).items():   # the layers a reference is built from, and their methods
+        if isinstance(cls, type) and issubclass(cls, torch.nn.Module):
+            spaces[f"torch.nn.{name}"] = cls.__dict__
+    return spaces
+
+
+def _global_hooks() -> dict[str, int]:
+    module = sys.modules["torch.nn.modules.module"]
+    return {name: len(value) for name, value in vars(module).items()
+            if name.startswith("_global_") and isinstance(value, dict)}
+
+
+class Guard:
+    """The record taken before the solution loads; `problem()` names the first thing changed since."""
+
+    def __init__(self) -> None:
+        prepare_torch()
+        self.spaces = _guarded_namespaces()
+        # functions, classes and modules: what a solution would swap; plain values (flags torch sets lazily, such as
+        # torch.cuda._initialized) change in honest runs, and the settings among them are put back anyway
+        self.record = {name: {key: value for key, value in space.items() if _swappable(value)}
+                       for name, space in self.spaces.items()}
+        self.hooks = _global_hooks()
+
+    def problem(self) -> str | None:
+        for name, saved in self.record.items():
+            now = self.spaces[name]
+            for key, value in saved.items():
+                if now.get(key, _MISSING) is not value:
+                    return f"{name}.{key} was replaced or deleted"
+        if _global_hooks() != self.hooks:
+            return "a global module hook was registered (it would run on the reference too)"
+        if torch._C._len_torch_function_stack() or torch._C._len_torch_dispatch_stack():
+            return "a torch function or dispatch mode was left active (it would run on the reference too)"
+        return None
+
+
+_MISSING = object()
+
+
+def _swappable(value: object) -> bool:
+    return callable(value) or isinstance(value, types.ModuleType | staticmethod | classmethod | property)
+
+
+class Settings:
+    """The process-wide settings the reference runs under: PyTorch's default precisions and flags, put back before
+    every reference call (a solution may change them for its own kernels)."""
+
+    def __init__(self) -> None:
+        apply_precision(torch, "default")
+        self.matmul_precision = torch.get_float32_matmul_precision()
+        cudnn = torch.backends.cudnn
+        self.cudnn = (cudnn.enabled, cudnn.benchmark, cudnn.deterministic)
+        self.default_dtype = torch.get_default_dtype()
+        self.deterministic = torch.are_deterministic_algorithms_enabled()
+        self.grad = torch.is_grad_enabled()
+        self.threads = torch.get_num_threads()
+
+    def restore(self) -> None:
+        torch.set_float32_matmul_precision(self.matmul_precision)
+        apply_precision(torch, "default")
+        cudnn = torch.backends.cudnn
+        cudnn.enabled, cudnn.benchmark, cudnn.deterministic = self.cudnn
+        torch.set_default_dtype(self.default_dtype)
+        torch.use_deterministic_algorithms(self.deterministic)
+        torch.set_grad_enabled(self.grad)
+        torch.set_num_threads(self.threads)

@@ -1,0 +1,72 @@
+"""Timed calls of a solution and of the reference, with the dataset's protocol (opgen/timing/trials.py: warm-ups,
+then CUDA events with the L2 flushed before each trial, or the host clock on the CPU, stopping once the median is
+known to ±1%), and two changes for an untrusted callable, made for the reference alike:
+
+- the whole device is synchronised before the end event is recorded, so work a solution leaves running on another
+  stream, or outputs not ready when it returns, count in its time (the dataset's own timings wait only for the
+  current stream; the synchronisation adds the same few microseconds to solution and reference);
+- the clock's functions (`time.perf_counter`, `torch.cuda.synchronize`, the CUDA event's `record` and
+  `elapsed_time`) are the ones this module captured when it was imported, before any solution loaded, so patching
+  them changes nothing here (the guard reports the patch).
+
+The last timed call's output is kept, to be checked against the reference's."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from opgen.timing.trials import TrialPlan, flush_buffer, summarize
+
+_PERF_COUNTER = time.perf_counter
+_SYNCHRONIZE = torch.cuda.synchronize
+_EVENT = torch.cuda.Event
+_RECORD = torch.cuda.Event.record
+_ELAPSED = torch.cuda.Event.elapsed_time
+_ZERO = torch.Tensor.zero_
+
+
+@dataclass
+class Timed:
+    """The trial times of one callable (ms) and the output of its last call."""
+
+    samples: list[float]
+    output: object
+
+    def stats(self) -> dict:
+        return summarize(self.samples)
+
+
+def timed_calls(fn: Callable, inputs: list, device: str, plan: TrialPlan) -> Timed:
+    """`plan.warmups` untimed calls, then trials until `plan.done`; see the module docstring."""
+    cuda = device == "cuda"
+    output = None
+    with torch.no_grad():
+        for _ in range(plan.warmups):
+            output = fn(*inputs)
+        if cuda:
+            _SYNCHRONIZE()
+        samples: list[float] = []
+        if not cuda:
+            while not plan.done(samples):
+                output = None
+                started = _PERF_COUNTER()
+                output = fn(*inputs)
+                samples.append((_PERF_COUNTER() - started) * 1e3)
+            return Timed(samples, output)
+        flush = flush_buffer(torch)
+        start, end = _EVENT(enable_timing=True), _EVENT(enable_timing=True)
+        while not plan.done(samples):
+            output = None
+            _ZERO(flush)
+            _SYNCHRONIZE()
+            _RECORD(start)
+            output = fn(*inputs)
+            _SYNCHRONIZE()   # every stream: a solution's side-stream work counts
+            _RECORD(end)
+            _SYNCHRONIZE()
+            samples.append(_ELAPSED(start, end))
+    return Timed(samples, output)

@@ -1,0 +1,336 @@
+"""The sandbox entry point of grading: `grade_in_worker(payload) -> dict`, run in a worker process.
+
+The protocol, per input configuration and draw: the inputs are drawn with seeds apart from the published ones; the
+solution gets a fresh copy and runs first; the reference (at PyTorch's default settings, whatever the solution set)
+gets another fresh copy and runs after it, and its outputs are dropped before the solution's next call, so the
+expected tensor is never in memory while the solution runs. The solution is then timed, and checked again: its last
+timed output against the reference's on the same inputs, and a fresh draw written into the very tensors it was
+timed on. See docs/grading.md for each defence and the hack it stops."""
+
+from __future__ import annotations
+
+import builtins
+import linecache
+import time
+from collections.abc import Callable
+
+import torch
+
+from opgen.grading.compare import (
+    Comparison,
+    OutputFormatError,
+    aliased_input,
+    compare_values,
+    format_problem,
+    modified_input,
+    output_tensors,
+    same_bits,
+)
+from opgen.grading.configs import InputConfig, config_from, draw_config
+from opgen.grading.guard import Guard, Settings
+from opgen.grading.timing import timed_calls
+from opgen.sandbox.faults import machine_fault
+from opgen.sandbox.gpus import current_gpu_lock_path, gpu_lock, inductor_benchmarks_locked
+from opgen.sandbox.task import TASK_FILENAME_PREFIX, build_model, describe, fresh, load_namespace
+from opgen.sandbox.torch_state import isolated_torch_state
+from opgen.sandbox.worker import exit_after_answer
+from opgen.taskcode.dtypes import tolerance_of
+from opgen.timing.trials import TrialPlan
+
+_PERF_COUNTER = time.perf_counter   # captured before any solution loads (a solution may patch time's)
+PROBE_DRAW = -1   # the reference's own run before the solution loads: does the task run at all?
+
+
+class Verdict(Exception):
+    """Ends the grade with a reason (not `ok`)."""
+
+    def __init__(self, reason: str, detail: str):
+        super().__init__(detail)
+        self.reason, self.detail = reason, detail
+
+
+def grade_in_worker(payload: dict) -> dict:
+    """Grade one solution against one task (payload: task, solution, device, seed, draws, configs, atol, rtol,
+    timing, compile_baseline, warmups, trials, min_trials, threads); the result dict of docs/grading.md."""
+    started = _PERF_COUNTER()
+    if payload.get("threads"):
+        torch.set_num_threads(int(payload["threads"]))
+    grading = Grading(payload)
+    with isolated_torch_state():
+        try:
+            grading.run()
+            grading.result.update(correct=True, reason="ok")
+        except Verdict as verdict:
+            grading.result.update(correct=False, reason=verdict.reason, detail=verdict.detail[:2000])
+        except BaseException as error:  # noqa: BLE001 - whatever the solution left behind broke the grade
+            grading.result.update(correct=False, reason="exec_error", detail=f"grading stopped: {describe(error)}")
+        # whatever ended the grade (a solution may patch, then fail), what it changed is a verdict of its own
+        problem = grading.guard.problem() if grading.guard is not None else None
+        if problem and grading.result["reason"] != "tampering":
+            grading.result.update(correct=False, reason="tampering", detail=problem)
+    if grading.result["reason"] == "tampering":   # the process may hold the patch: no later task may run in it
+        exit_after_answer()
+    elif grading.result["reason"] == "exec_error" and machine_fault(grading.result["detail"]):
+        grading.result["machine_suspect"] = True
+    grading.result["worker_s"] = round(_PERF_COUNTER() - started, 3)
+    return grading.result
+
+
+class Grading:
+    """One grade in progress: the task, the solution, what was found so far."""
+
+    def __init__(self, payload: dict):
+        self.payload = payload
+        self.device = payload.get("device", "cpu")
+        self.seed = int(payload.get("seed", 0))
+        self.draws = int(payload.get("draws", 5))
+        self.configs = [config_from(c) for c in payload["configs"]]
+        self.lock = current_gpu_lock_path() if self.device == "cuda" else None
+        self.atol, self.rtol = payload.get("atol"), payload.get("rtol")
+        self.guard: Guard | None = None
+        self.result: dict = {"correct": False, "reason": None, "detail": None, "max_abs_error": None,
+                             "tolerance_ratio": None, "non_finite_values": 0, "atol": None, "rtol": None,
+                             "configs": [c.name for c in self.configs], "draws": self.draws, "seed": self.seed,
+                             "device": self.device}
+
+    def run(self) -> None:
+        self.settings = Settings()
+        self.load_task()
+        self.guard = Guard()            # before any of the solution runs
+        self.load_solution()
+        for config in self.configs:
+            for draw in range(self.draws):
+                self.check_draw(config, draw)
+        if self.payload.get("timing"):
+            self.time_and_recheck(self.configs[0])
+
+    # -- the task and the solution ---------------------------------------------------------------------------------
+
+    def load_task(self) -> None:
+        try:
+            self.namespace = load_namespace(self.payload["task"], "reference")
+            self.reference = build_model(self.namespace, self.device, self.seed)
+            inputs = draw_config(self.namespace, self.configs[0], self.device, self.seed, PROBE_DRAW)
+            with gpu_lock(self.lock, shared=True), torch.no_grad():
+                outputs = output_tensors(self.reference(*inputs))
+                _synchronize(self.device)
+        except Exception as error:  # noqa: BLE001 - whatever the task raises, it is the task's fault
+            raise Verdict("reference_error", f"the task itself fails: {describe(error)}") from None
+        tolerance = tolerance_of(outputs)
+        self.atol = tolerance.atol if self.atol is None else float(self.atol)
+        self.rtol = tolerance.rtol if self.rtol is None else float(self.rtol)
+        self.result.update(atol=self.atol, rtol=self.rtol)
+
+    def load_solution(self) -> None:
+        code = self.payload["solution"]
+        filename = f"{TASK_FILENAME_PREFIX}solution>"
+        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+        namespace = {"__name__": "opgen_solution", "__file__": filename, "__builtins__": builtins}
+        try:
+            exec(compile(code, filename, "exec"), namespace)  # noqa: S102 - the sandbox worker
+            model_new = namespace.get("ModelNew")
+            if not callable(model_new):
+                raise Verdict("invalid_solution", "the solution defines no callable ModelNew")
+            torch.manual_seed(self.seed)   # the reference's weights: the same seed before the same constructors
+            candidate = model_new(*self.namespace["get_init_inputs"]())
+            if not isinstance(candidate, torch.nn.Module):
+                raise Verdict("invalid_solution", f"ModelNew(...) is a {type(candidate).__name__}, not an nn.Module")
+            self.candidate = candidate.eval().to(self.device)
+        except Verdict:
+            raise
+        except BaseException as error:  # noqa: BLE001 - SystemExit and the like from the solution are its failure
+            raise Verdict("exec_error", f"building ModelNew: {describe(error)}") from None
+        self.check_guard()
+
+    def check_guard(self) -> None:
+        problem = self.guard.problem()
+        if problem:
+            raise Verdict("tampering", problem)
+
+    # -- one draw ----------------------------------------------------------------------------------------------------
+
+    def check_draw(self, config: InputConfig, draw: int, reused: list | None = None, after_timing: bool = False) -> None:
+        """Draw `draw` of `config`: the solution first on a fresh copy (or, `reused`, on the tensors it was timed
+        on, refilled with the draw's values), then the reference on another; the verdict of the comparison."""
+        inputs = self.draw(config, draw)
+        if reused is None:
+            candidate_inputs = fresh(inputs)
+        else:
+            for target, value in zip(reused, inputs):
+                if isinstance(target, torch.Tensor):
+                    target.copy_(value)
+            candidate_inputs = reused
+        outputs = self.call_solution(candidate_inputs)
+        aliased = aliased_input(outputs, candidate_inputs)
+        modified = modified_input(candidate_inputs, inputs)
+        reference_inputs = fresh(inputs)
+        expected = self.call_reference(reference_inputs)
+        where = f"{config.name} draw {draw}" + (" (after timing)" if after_timing else "")
+        try:
+            self.judge(outputs, candidate_inputs, expected, reference_inputs, inputs, aliased, modified, where)
+        except Verdict as verdict:
+            if after_timing and verdict.reason in ("output_format", "non_finite", "mismatch"):
+                raise Verdict("mismatch_after_timing", f"{verdict.reason}: {verdict.detail}") from None
+            raise
+
+    def draw(self, config: InputConfig, draw: int) -> list:
+        try:
+            return draw_config(self.namespace, config, self.device, self.seed, draw)
+        except Exception as error:  # noqa: BLE001 - the task's get_inputs failed: the task's fault
+            raise Verdict("reference_error", f"the task's inputs fail: {describe(error)}") from None
+
+    def call_solution(self, inputs: list) -> list[torch.Tensor]:
+        """The solution's outputs on `inputs`, waited for; a verdict when it raises, patches, or returns early."""
+        try:
+            with gpu_lock(self.lock, shared=True), torch.no_grad():
+                raw = self.candidate(*inputs)
+                outputs = output_tensors(raw)
+                self.check_ready(outputs)
+        except Verdict:
+            raise
+        except OutputFormatError as error:
+            self.check_guard()
+            raise Verdict("output_format", str(error)) from None
+        except BaseException as error:  # noqa: BLE001 - the solution's own failure is its verdict
+            raise Verdict("exec_error", describe(error)) from None
+        self.check_guard()
+        return outputs
+
+    def check_ready(self, outputs: list[torch.Tensor]) -> None:
+        """On CUDA: the outputs as the caller's stream sees them must be the outputs once every stream is done."""
+        if self.device != "cuda":
+            return
+        torch.cuda.current_stream().synchronize()
+        seen = [t.clone() for t in outputs]
+        torch.cuda.synchronize()
+        changed = [i for i, (before, now) in enumerate(zip(seen, outputs)) if not same_bits(before, now)]
+        if changed:
+            raise Verdict("unsynchronized", f"output {changed[0]} changed after the call returned: work still "
+                                            "running on another stream")
+
+    def call_reference(self, inputs: list) -> list[torch.Tensor]:
+        self.settings.restore()
+        try:
+            with gpu_lock(self.lock, shared=True), torch.no_grad():
+                outputs = output_tensors(self.reference(*inputs))
+                _synchronize(self.device)
+        except Exception as error:  # noqa: BLE001 - it ran before the solution loaded: the solution broke it
+            raise Verdict("exec_error", f"the reference failed after the solution ran: {describe(error)}") from None
+        return outputs
+
+    def judge(self, outputs: list, candidate_inputs: list, expected: list, reference_inputs: list, saved: list,
+              aliased: tuple[int, int] | None, modified: int | None, where: str) -> None:
+        reference_modified = modified_input(reference_inputs, saved)
+        if aliased and not aliased_input(expected, reference_inputs):
+            raise Verdict("output_aliases_input", f"{where}: output {aliased[0]} shares storage with input {aliased[1]}")
+        if modified is not None and reference_modified is None:
+            raise Verdict("input_modified", f"{where}: input {modified} was written by the solution")
+        if reference_modified is not None:   # the task writes into its inputs: what it writes is output too
+            outputs = outputs + [x for x in candidate_inputs if isinstance(x, torch.Tensor)]
+            expected = expected + [x for x in reference_inputs if isinstance(x, torch.Tensor)]
+        problem = format_problem(outputs, expected)
+        if problem:
+            raise Verdict("output_format", f"{where}: {problem}")
+        comparison = compare_values(outputs, expected, self.atol, self.rtol)
+        self.note_error(comparison)
+        if comparison.reason:
+            raise Verdict(comparison.reason, f"{where}: {comparison.detail}")
+
+    def note_error(self, comparison: Comparison) -> None:
+        """The worst error so far (over finite values; `non_finite_values` counts the others)."""
+        for key in ("max_abs_error", "tolerance_ratio"):
+            self.result[key] = max(self.result[key] or 0.0, getattr(comparison, key) or 0.0)
+        if comparison.non_finite_values:
+            self.result["non_finite_values"] = comparison.non_finite_values
+
+    # -- timing --------------------------------------------------------------------------------------------------
+
+    def time_and_recheck(self, config: InputConfig) -> None:
+        """Time solution, reference and compiled reference on one draw (the GPU's lock held alone), then check the
+        solution's last timed output, and a fresh draw in the tensors it was timed on."""
+        payload = self.payload
+        plan = TrialPlan(warmups=int(payload.get("warmups", 10)), max_trials=int(payload.get("trials", 100)),
+                         min_trials=min(int(payload.get("min_trials", 10)), int(payload.get("trials", 100))))
+        timed_draw, fresh_draw, compile_draw = self.draws, self.draws + 1, self.draws + 2
+        compiled = self.compile_reference(config, compile_draw) if payload.get("compile_baseline") else None
+        inputs = self.draw(config, timed_draw)
+        candidate_inputs, reference_inputs = fresh(inputs), fresh(inputs)
+        with gpu_lock(self.lock):
+            try:
+                solution = timed_calls(self.candidate, candidate_inputs, self.device, plan)
+            except BaseException as error:  # noqa: BLE001 - the solution's failure while timed
+                raise Verdict("exec_error", f"while timed: {describe(error)}") from None
+            self.check_guard()
+            self.settings.restore()
+            try:
+                eager = timed_calls(self.reference, reference_inputs, self.device, plan)
+                compile_stats = None
+                if compiled is not None:
+                    compile_stats = timed_calls(compiled, fresh(inputs), self.device, plan).stats()
+            except Exception as error:  # noqa: BLE001 - it ran before the solution loaded: the solution broke it
+                raise Verdict("exec_error", f"the reference failed after the solution ran: {describe(error)}") from None
+        self.check_guard()
+        try:
+            outputs = output_tensors(solution.output)
+        except OutputFormatError as error:
+            raise Verdict("mismatch_after_timing", f"output_format: {error}") from None
+        expected = output_tensors(eager.output)
+        self.record_times(solution.stats(), eager.stats(), compile_stats, plan)
+        del solution, eager
+        self.judge_timed(outputs, candidate_inputs, expected, reference_inputs, inputs)
+        del outputs, expected
+        self.check_draw(config, fresh_draw, reused=candidate_inputs, after_timing=True)
+
+    def judge_timed(self, outputs, candidate_inputs, expected, reference_inputs, saved) -> None:
+        try:
+            self.judge(outputs, candidate_inputs, expected, reference_inputs, saved, aliased_input(outputs, candidate_inputs),
+                       modified_input(candidate_inputs, saved), "the last timed call")
+        except Verdict as verdict:
+            if verdict.reason in ("output_format", "non_finite", "mismatch"):
+                raise Verdict("mismatch_after_timing", f"{verdict.reason}: {verdict.detail}") from None
+            raise
+
+    def compile_reference(self, config: InputConfig, draw: int) -> Callable | None:
+        """torch.compile of the reference (default mode), at the settings the task was timed with, and its first
+        call on a draw of its own (not the timed one: its output must not be in memory when the solution is timed)."""
+        self.settings.restore()
+        inputs = self.draw(config, draw)
+        try:
+            with inductor_benchmarks_locked(self.lock), gpu_lock(self.lock, shared=True), torch.no_grad():
+                compiled = torch.compile(self.reference)
+                compiled(*inputs)
+                _synchronize(self.device)
+        except Exception as error:  # noqa: BLE001 - a compile failure leaves the compile baseline out
+            self.result["compile_error"] = describe(error)
+            return None
+        return compiled
+
+    def record_times(self, solution: dict, eager: dict, compiled: dict | None, plan: TrialPlan) -> None:
+        result = self.result
+        result.update(solution_ms=solution["median"], solution_ms_iqr=solution["iqr"], eager_ms=eager["median"],
+                      eager_ms_iqr=eager["iqr"], compile_ms=compiled["median"] if compiled else None,
+                      trials={"solution": solution["count"], "eager": eager["count"],
+                              "compile": compiled["count"] if compiled else None})
+        result["speedup_eager"] = eager["median"] / solution["median"] if solution["median"] else None
+        result["speedup_compile"] = (compiled["median"] / solution["median"]
+                                     if compiled and solution["median"] else None)
+        result["timing_method"] = (
+            f"{'CUDA events, L2 flushed before each trial, every stream synchronised before the end event' if self.device == 'cuda' else 'host clock'}; "
+            f"{plan.warmups} warm-ups, {plan.min_trials}-{plan.max_trials} trials until the median's 95% CI is "
+            f"within ±{plan.rel_ci:.0%}; median")
+        if self.device == "cuda":
+            result["hardware"] = torch.cuda.get_device_properties(0).name
+
+
+def _synchronize(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def probe_device(payload: dict) -> dict:
+    """A trivial computation on the device, in a fresh worker: whether the machine works (a solution's error that
+    names the machine is its verdict when this passes)."""
+    device = payload.get("device", "cuda")
+    value = (torch.ones(4, device=device) * 2).sum().item()
+    _synchronize(device)
+    return {"ok": value == 8.0}
