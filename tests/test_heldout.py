@@ -141,6 +141,23 @@ def test_the_stage_on_a_published_folder_and_its_check(tmp_path_factory, tmp_pat
     shapes = [tuple(t.shape) for t in held_out_inputs(row["code"], row["held_out_sizes"], 0)]
     assert shapes != [tuple(s) for s in row["input_shapes"]] and first
 
+    # `opgen grade` checks a row at every configuration it holds: the reference passes at all of them, a solution
+    # fitted to the timed input shape fails at the first held-out one
+    import opgen
+    from opgen.grading.tasks import reference_solution
+
+    reference = reference_solution(row["code"])
+    graded = opgen.grade(solution_code=reference, dataset=folder, id=row["id"], device="cpu")
+    assert graded["correct"], graded
+    assert graded["configs"] == ["published", *(f"held_out_{i}" for i in range(1, row["held_out_count"] + 1))]
+    timed_shape = tuple(row["input_shapes"][0])
+    fitted = row["code"] + (f"\n\nclass ModelNew(Model):\n    def forward(self, *inputs):\n"
+                          f"        if tuple(inputs[0].shape) != {timed_shape!r}:\n"
+                          f"            raise RuntimeError('written for the shipped sizes')\n"
+                          f"        return super().forward(*inputs)\n")
+    graded = opgen.grade(solution_code=fitted, dataset=folder, id=row["id"], device="cpu")
+    assert not graded["correct"] and graded["detail"].startswith("held_out_1 draw 0: "), graded
+
     # a configuration that no longer runs (a size the weights fix) fails `opgen check`, named with its sizes
     table = pq.read_table(shard)
     sizes = table.column("held_out_sizes").to_pylist()

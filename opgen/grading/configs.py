@@ -1,5 +1,7 @@
-"""The input configurations a solution is checked on: today the task's own `get_inputs`; a row that carries further
-input sizes adds one configuration each, and the grader checks every one the same way."""
+"""The input configurations a solution is checked on: the task's own `get_inputs`, then each held-out configuration
+its row holds (`held_out_sizes`: {size constant: value}, laid over the task's globals before `get_inputs` is
+called; docs/heldout.md). A task without that column (a task file, an older dataset) has its configurations
+derived in the worker where it can (`derive_sizes`); the grader checks every one the same way."""
 
 from __future__ import annotations
 
@@ -26,9 +28,19 @@ class InputConfig:
 
 
 def input_configs(row: dict | None) -> list[InputConfig]:
-    """The configurations to check for a task (a dataset row, or None for a task file): the task's own sizes first.
-    The single place to extend when rows carry held-out sizes."""
-    return [InputConfig(PUBLISHED, 0)]
+    """The configurations to check for a task (a dataset row, or None for a task file): the task's own sizes first,
+    then the row's held-out ones."""
+    from opgen.taskcode.sizes import parse_configs
+
+    held_out = parse_configs((row or {}).get("held_out_sizes"))
+    return [InputConfig(PUBLISHED, 0),
+            *(InputConfig(f"held_out_{i}", i, sizes) for i, sizes in enumerate(held_out, start=1))]
+
+
+def derive_sizes(row: dict | None) -> bool:
+    """Whether the worker derives held-out configurations itself: the task carries no `held_out_sizes` at all (a
+    row whose list is empty holds none on purpose: its stage found none that run)."""
+    return (row or {}).get("held_out_sizes") is None
 
 
 def config_from(payload: dict) -> InputConfig:
@@ -46,6 +58,11 @@ def draw_config(namespace: dict, config: InputConfig, device: str, seed: int, dr
     """Input draw `draw` of `config`, on `device` (in the sandbox worker)."""
     from opgen.sandbox.task import draw_inputs
 
-    if config.index != 0:
-        raise ValueError(f"no input configuration {config.index} ({config.name}) in this version of opgen")
-    return draw_inputs(namespace, device, draw_seed(config, seed, draw))
+    if not config.spec:
+        return draw_inputs(namespace, device, draw_seed(config, seed, draw))
+    timed = {name: namespace[name] for name in config.spec if name in namespace}
+    namespace.update(config.spec)
+    try:
+        return draw_inputs(namespace, device, draw_seed(config, seed, draw))
+    finally:
+        namespace.update(timed)

@@ -14,7 +14,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from opgen.errors import MachineFault, UsageError
-from opgen.grading.configs import input_configs
+from opgen.grading.configs import derive_sizes, input_configs
 from opgen.grading.scan import static_verdict
 from opgen.grading.summary import summarize_grades
 from opgen.grading.tasks import dataset_rows, read_source, solution_files
@@ -74,6 +74,7 @@ class GradeOptions:
 def payload_for(task: dict, solution_code: str, options: GradeOptions, threads: int) -> dict:
     return {"task": task["code"], "solution": solution_code, "device": options.device, "seed": options.seed,
             "draws": options.draws, "configs": [c.as_dict() for c in input_configs(task)],
+            "derive_sizes": derive_sizes(task),
             "atol": task.get("atol"), "rtol": task.get("rtol"), "timing": options.timed,
             "compile_baseline": options.with_compile, "warmups": options.warmups, "trials": options.trials,
             "min_trials": options.min_trials, "threads": threads}

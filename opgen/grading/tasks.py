@@ -10,8 +10,9 @@ from pathlib import Path
 from opgen.errors import UsageError
 from opgen.jsonl import read_inputs
 
-# The row's columns a grade uses: its tolerance, and its recorded timings (reported beside the new ones).
-ROW_FIELDS = ("id", "code", "atol", "rtol", "dtype", "eager_ms", "compile_ms", "hardware", "families")
+# The row's columns a grade uses: its tolerance, its held-out sizes, and its recorded timings (reported beside
+# the new ones).
+ROW_FIELDS = ("id", "code", "atol", "rtol", "dtype", "eager_ms", "compile_ms", "hardware", "families", "held_out_sizes")
 
 
 def read_source(path: str | Path, what: str) -> str:
@@ -44,7 +45,7 @@ def _cached_rows(dataset: str, config: str, download_to: str | None) -> tuple[di
         from opgen.pipeline.retime import load_tasks, resolve_dataset  # torch and datasets only when needed
 
         folder, _ = resolve_dataset(dataset, download_to)
-        rows = load_tasks(folder, ROW_FIELDS, config=config)
+        rows = load_tasks(folder, ROW_FIELDS, fresh=True, config=config)   # the files as they are, not a cache of them
     if not rows:
         raise UsageError(f"{dataset} holds no task")
     return tuple(rows)

@@ -29,16 +29,19 @@ from opgen.grading.compare import (
 from opgen.grading.configs import InputConfig, config_from, draw_config
 from opgen.grading.guard import Guard, Settings
 from opgen.grading.timing import timed_calls
+from opgen.heldout.derive import candidate_configs
 from opgen.sandbox.faults import machine_fault
 from opgen.sandbox.gpus import current_gpu_lock_path, gpu_lock, inductor_benchmarks_locked
 from opgen.sandbox.task import TASK_FILENAME_PREFIX, build_model, describe, fresh, load_namespace
 from opgen.sandbox.torch_state import isolated_torch_state
 from opgen.sandbox.worker import exit_after_answer
 from opgen.taskcode.dtypes import tolerance_of
+from opgen.taskcode.sizes import NoHeldOutSizes
 from opgen.timing.trials import TrialPlan
 
 _PERF_COUNTER = time.perf_counter   # captured before any solution loads (a solution may patch time's)
 PROBE_DRAW = -1   # the reference's own run before the solution loads: does the task run at all?
+DERIVED_CONFIGS = 2   # held-out configurations derived for a task that carries none
 
 
 class Verdict(Exception):
@@ -96,6 +99,8 @@ class Grading:
     def run(self) -> None:
         self.settings = Settings()
         self.load_task()
+        if self.payload.get("derive_sizes"):
+            self.derive_held_out()
         self.guard = Guard()            # before any of the solution runs
         self.load_solution()
         for config in self.configs:
@@ -120,6 +125,38 @@ class Grading:
         self.atol = tolerance.atol if self.atol is None else float(self.atol)
         self.rtol = tolerance.rtol if self.rtol is None else float(self.rtol)
         self.result.update(atol=self.atol, rtol=self.rtol)
+
+    def derive_held_out(self) -> None:
+        """Held-out configurations for a task that carries none (a task file): derived as the held-out stage derives
+        them (docs/heldout.md), each kept where the reference runs there with finite outputs. Not validated as
+        the stage validates them (determinism, compile, visibility): the result says so in `held_out_note`."""
+        try:
+            candidates = candidate_configs(self.payload["task"], DERIVED_CONFIGS + 2)
+        except NoHeldOutSizes as reason:
+            self.result["held_out_note"] = f"no held-out sizes: {reason}"
+            return
+        except Exception as error:  # noqa: BLE001 - the meta device could not read the task: its own sizes only
+            self.result["held_out_note"] = f"no held-out sizes: the task's sizes could not be read ({describe(error)})"
+            return
+        kept: list[InputConfig] = []
+        for sizes in candidates:
+            if len(kept) == DERIVED_CONFIGS:
+                break
+            config = InputConfig(f"derived_{len(kept) + 1}", len(self.configs) + len(kept), sizes)
+            try:
+                inputs = draw_config(self.namespace, config, self.device, self.seed, PROBE_DRAW)
+                with gpu_lock(self.lock, shared=True), torch.no_grad():
+                    outputs = output_tensors(self.reference(*inputs))
+                    finite = all(bool(torch.isfinite(t).all()) for t in outputs if t.is_floating_point())
+                    _synchronize(self.device)
+            except Exception:  # noqa: BLE001 - the reference does not run at these sizes: not one to check
+                continue
+            if finite:
+                kept.append(config)
+        self.configs += kept
+        self.result["configs"] = [c.name for c in self.configs]
+        self.result["held_out_note"] = (f"derived {len(kept)} held-out configuration(s) from the task file (the "
+                                        "reference runs there; not validated as a dataset row's are)")
 
     def load_solution(self) -> None:
         code = self.payload["solution"]
@@ -160,12 +197,15 @@ class Grading:
                 if isinstance(target, torch.Tensor):
                     target.copy_(value)
             candidate_inputs = reused
-        outputs = self.call_solution(candidate_inputs)
+        where = f"{config.name} draw {draw}" + (" (after timing)" if after_timing else "")
+        try:
+            outputs = self.call_solution(candidate_inputs)
+        except Verdict as verdict:   # which configuration it failed at: a held-out one says it was fitted to the sizes
+            raise Verdict(verdict.reason, f"{where}: {verdict.detail}") from None
         aliased = aliased_input(outputs, candidate_inputs)
         modified = modified_input(candidate_inputs, inputs)
         reference_inputs = fresh(inputs)
         expected = self.call_reference(reference_inputs)
-        where = f"{config.name} draw {draw}" + (" (after timing)" if after_timing else "")
         try:
             self.judge(outputs, candidate_inputs, expected, reference_inputs, inputs, aliased, modified, where)
         except Verdict as verdict:

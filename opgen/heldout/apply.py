@@ -12,9 +12,9 @@ import pyarrow.parquet as pq
 
 from opgen.errors import UsageError
 from opgen.heldout.stage import DEFAULT_CONFIGS, HELD_OUT_COLUMNS, finish_log, held_out_columns
+from opgen.publish.heldout_section import SECTION_END, SECTION_START, held_out_section
 from opgen.records import DATASET_SCHEMA
 
-SECTION_START, SECTION_END = "<!-- held-out:start -->", "<!-- held-out:end -->"
 LOG_NAME = ".held-out.jsonl"
 
 
@@ -82,30 +82,6 @@ def _write_with_columns(file: Path, table: pa.Table, lines: list[dict]) -> None:
     staging = file.with_name(file.name + ".partial")
     pq.write_table(table, staging)
     staging.replace(file)
-
-
-def held_out_section(rows: list[dict]) -> str:
-    """The card's section on held-out sizes: how many tasks hold how many configurations, and how to use them."""
-    counts = _counts([{"held_out_count": r.get("held_out_count")} for r in rows])["by_count"]
-    notes: dict[str, int] = {}
-    for row in rows:
-        if row.get("held_out_note"):
-            key = row["held_out_note"].split(":")[0][:80]
-            notes[key] = notes.get(key, 0) + 1
-    lines = [SECTION_START, "## Held-out sizes", "",
-             "Besides the sizes its timings were taken at, each task holds held-out input configurations "
-             "(`held_out_sizes`: a JSON list of {size constant: value}), each validated as the task was (eager and "
-             "compiled outputs within the tolerance, deterministic, finite, not degenerate, visible to the "
-             "grader's check). A grader checks a kernel at every one, so a kernel right only at the timed sizes "
-             "fails; trainers never see them timed. Inputs of configuration `i`: "
-             "`opgen.taskcode.sizes.held_out_inputs(row['code'], row['held_out_sizes'], i)`, or, without opgen, "
-             "exec the task's code, update its module globals with the configuration, and call `get_inputs()`.",
-             "", "| configurations | tasks |", "|---:|---:|"]
-    lines += [f"| {count} | {tasks} |" for count, tasks in sorted(counts.items(), reverse=True)]
-    if notes:
-        lines += ["", "Why some hold fewer:", ""]
-        lines += [f"- {note}: {count}" for note, count in sorted(notes.items(), key=lambda kv: -kv[1])[:8]]
-    return "\n".join([*lines, SECTION_END])
 
 
 def _update_card(folder: Path, card_path: Path, rows: list[dict]) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from opgen.publish.family_mix import family_counts, pair_counts, prior_pair_share, share, task_families
+from opgen.publish.heldout_section import held_out_section
 from opgen.records import COLUMN_DOCS
 from opgen.sample.focus import focus_counts
 from opgen.taskcode.dtypes import DEFAULT_DTYPE, TOLERANCES
@@ -230,8 +231,6 @@ def render_card(rows: list[dict], stats: dict, config: dict, repo_id: str, plots
     """The dataset card: Hub YAML header, then how the data was made, the funnel, summaries, plots, columns.
     `sources` (rows merged from several builds) lists the builds; `config` is then the first one's;
     `precisions` (dtype, rows, stats) are the configs of other precisions."""
-    from opgen.heldout.apply import held_out_section
-
     name = repo_id.rstrip("/").split("/")[-1]
     data = card_data(len(rows), name, dataset_info, extra_configs)
     reference = config.get("reference") or "ScalingIntelligence/KernelBench"

@@ -39,12 +39,27 @@ def _names_read(node: ast.AST | None) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} if node is not None else set()
 
 
-def _assignments(tree: ast.Module) -> dict[str, list[ast.Assign]]:
-    """Module-level assignments to one name, by name (a name assigned twice is ambiguous and never varied)."""
-    found: dict[str, list[ast.Assign]] = {}
+def _bindings(node: ast.stmt) -> list[tuple[str, ast.expr]] | None:
+    """The (name, value expression) pairs a module-level statement binds: `n = 4`, or `a, b = 4, 16`; None for any
+    other statement."""
+    if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+        return None
+    target = node.targets[0]
+    if isinstance(target, ast.Name):
+        return [(target.id, node.value)]
+    if (isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple) and len(target.elts) == len(node.value.elts)
+            and all(isinstance(element, ast.Name) for element in target.elts)):
+        return [(element.id, value) for element, value in zip(target.elts, node.value.elts)]
+    return None
+
+
+def _assignments(tree: ast.Module) -> dict[str, list[ast.expr]]:
+    """The value expressions module-level statements bind to each name, by name (a name bound twice is ambiguous
+    and never varied)."""
+    found: dict[str, list[ast.expr]] = {}
     for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            found.setdefault(node.targets[0].id, []).append(node)
+        for name, value in _bindings(node) or ():
+            found.setdefault(name, []).append(value)
     return found
 
 
@@ -88,18 +103,16 @@ def free_sizes(code: str) -> dict[str, int]:
     if get_inputs is None:
         raise NoHeldOutSizes("no get_inputs function")
     assignments = _assignments(tree)
-    reads = {name: _names_read(nodes[-1].value) for name, nodes in assignments.items()}
+    reads = {name: set().union(*(_names_read(value) for value in values)) for name, values in assignments.items()}
     known: dict[str, int] = {}
     for node in tree.body:   # in source order, so a constant defined from earlier ones is known
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            value = _integer(node.value, known)
+        for name, value_node in _bindings(node) or ():
+            value = _integer(value_node, known)
             if value is not None:
-                known[node.targets[0].id] = value
+                known[name] = value
     fixed_readers: set[str] = set()   # what every other module-level statement reads: the weights' sizes
     for node in tree.body:
-        defines_a_constant = isinstance(node, ast.Assign) and len(node.targets) == 1 and \
-            isinstance(node.targets[0], ast.Name)
-        if not (defines_a_constant or node is get_inputs or isinstance(node, (ast.Import, ast.ImportFrom))):
+        if not (_bindings(node) is not None or node is get_inputs or isinstance(node, (ast.Import, ast.ImportFrom))):
             fixed_readers |= _names_read(node)
     fixed = _closure(fixed_readers, reads)
     read_by_inputs = _names_read(get_inputs)   # read when it is called: what a namespace update reaches
@@ -152,7 +165,7 @@ def sized_code(code: str, sizes: dict[str, int]) -> str:
         nodes = assignments.get(name)
         if not nodes or len(nodes) != 1:
             raise KeyError(f"{name} is not a size constant of this task")
-        node = nodes[0].value
+        node = nodes[0]
         edits.append((node.lineno, node.col_offset, node.end_lineno, node.end_col_offset, str(int(value))))
     for start_line, start_col, end_line, end_col, text in sorted(edits, reverse=True):
         first, last = lines[start_line - 1], lines[end_line - 1]

@@ -1,6 +1,7 @@
 # task: linear_gelu
 # expect: mismatch_after_timing
-# Honest for the first five calls (the correctness draws), then returns its last output without computing.
+# Honest for the first fifteen calls (the correctness draws: five at each of the task's three input
+# configurations), then returns its last output without computing.
 import torch
 import torch.nn as nn
 
@@ -14,6 +15,6 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         self.calls += 1
-        if self.calls <= 5:
+        if self.calls <= 15:
             self.last = torch.nn.functional.gelu(self.linear(x))
         return self.last
