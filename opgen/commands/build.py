@@ -36,7 +36,7 @@ def register(sub) -> None:
     parser.add_argument("--shard-size", type=int, default=16, help="candidates per shard (default 16)")
     parser.add_argument("--max-per-chain", type=int, default=None,
                         help="tasks kept at most per chain of operator families, one per size regime (default: "
-                             f"{CHAIN_SHARE:.1%} of --n, at least {DEFAULT_MAX_PER_CHAIN}; 0: no cap)")
+                             f"{100 * CHAIN_SHARE:.1f}%% of --n, at least {DEFAULT_MAX_PER_CHAIN}; 0: no cap)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per candidate in the sandbox")
     parser.add_argument("--memory-mb", type=int, default=None,
                         help="resident memory limit per sandbox worker, 0 for none (default: 4096 on cpu; with "
