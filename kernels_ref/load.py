@@ -92,7 +92,17 @@ def _from_folder(path: Path) -> list[dict]:
     raise UsageError(f"{path}: no KernelBench problems (expected level*/N_Name.py or KernelBench/level*/...)")
 
 
+LOCAL_COPY = ("offline, pass --reference with a local copy (a problems.jsonl/parquet file or a KernelBench checkout) "
+              "or set OPGEN_KERNELBENCH")
+
+
 def _from_hub(hub_id: str) -> list[dict]:
+    from opgen.hub import hub_unreachable, offline_mode
+
+    # offline mode reads the Hub cache, which needs no probe; otherwise fail in seconds rather than after retries
+    unreachable = None if offline_mode() else hub_unreachable()
+    if unreachable:
+        raise UsageError(f"cannot load KernelBench from the Hugging Face Hub ({hub_id}): {unreachable}; {LOCAL_COPY}")
     try:
         import datasets
 
@@ -105,8 +115,5 @@ def _from_hub(hub_id: str) -> list[dict]:
         raise
     except Exception as error:  # offline, unknown id, missing split: datasets raises many types
         first_line = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
-        raise UsageError(
-            f"cannot load KernelBench from the Hugging Face Hub ({hub_id}): {first_line}; offline, pass "
-            "--reference with a local copy (a problems.jsonl/parquet file or a KernelBench checkout) "
-            "or set OPGEN_KERNELBENCH"
-        ) from None
+        raise UsageError(f"cannot load KernelBench from the Hugging Face Hub ({hub_id}): {first_line}; {LOCAL_COPY}") \
+            from None
