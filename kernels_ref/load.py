@@ -28,7 +28,7 @@ def load_reference(source: str | None = None) -> list[dict]:
         rows = _from_folder(path)
     elif path.is_file():
         rows = _from_file(path)
-    elif _looks_like_path(source):
+    elif looks_like_path(source):
         raise UsageError(f"KernelBench reference not found: {source}")
     else:
         rows = _from_hub(source)
@@ -37,7 +37,7 @@ def load_reference(source: str | None = None) -> list[dict]:
     return sorted(rows, key=lambda row: (row["level"], row["problem_id"], row["name"]))
 
 
-def _looks_like_path(source: str) -> bool:
+def looks_like_path(source: str) -> bool:
     """A hub id is `org/name`; anything else that does not exist on disk was meant as a path."""
     return source.startswith(("/", ".", "~")) or source.count("/") != 1 or source.endswith((".jsonl", ".json", ".parquet"))
 
