@@ -17,7 +17,8 @@ def subcommands() -> list[str]:
 
 
 def test_the_parser_knows_every_subcommand_the_readme_shows():
-    assert {"vocab", "sample", "validate", "dedup", "time", "build", "publish", "retime", "check", "prior"} <= set(subcommands())
+    assert {"vocab", "sample", "validate", "dedup", "time", "build", "publish", "retime", "check", "prior", "audit",
+            "profile"} <= set(subcommands())
 
 
 @pytest.mark.parametrize("command", subcommands())

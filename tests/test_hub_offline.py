@@ -13,9 +13,8 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 
 from opgen.hub import hub_unreachable
+from opgen.sample.sampler import sample_records
 from tests.conftest import REPO
-
-RELU = "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n"
 
 
 def closed_port() -> int:
@@ -34,10 +33,10 @@ def opgen_without_kernelbench(*args: str, endpoint: str) -> subprocess.Completed
                           timeout=120)
 
 
-@pytest.mark.parametrize("command", ["dedup"])
+@pytest.mark.parametrize("command", ["dedup", "audit"])
 def test_an_unreachable_hub_is_one_line_naming_the_local_copy_and_no_retry(command, tmp_path):
     tasks = tmp_path / "tasks.jsonl"
-    tasks.write_text(json.dumps({"code": RELU}) + "\n")
+    tasks.write_text("".join(json.dumps(record) + "\n" for record in sample_records(0, 0, 2)))
     args = {"dedup": ["dedup", "--input", str(tasks), "--out", str(tmp_path / "v.jsonl")],
             "audit": ["audit", str(tasks)]}[command]
     result = opgen_without_kernelbench(*args, endpoint=f"http://127.0.0.1:{closed_port()}")
