@@ -83,9 +83,10 @@ def run(args) -> int:
         return 0
     width = max(len(r["name"]) for r in rows)
     family_width = max(len(f) for f in families)
+    print(f"{'operator':<{width}}  {'category':<13} {'family':<{family_width}}  ranks")
     for row in rows:
         print(f"{row['name']:<{width}}  {row['category']:<13} {row['family']:<{family_width}}  "
-              f"ranks {','.join(map(str, row['ranks']))}")
+              f"{','.join(map(str, row['ranks']))}")
     categories = Counter(r["category"] for r in rows)
     print(f"\n{len(rows)} operators ({torch_count} torch, {len(rows) - torch_count} transformers): "
           + ", ".join(f"{c} {n}" for c, n in sorted(categories.items())))
