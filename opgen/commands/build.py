@@ -80,10 +80,11 @@ def require_inputs(args) -> None:
     require_existing(args.composition_prior, "--composition-prior")
     if args.reference is not None and looks_like_path(args.reference):
         require_existing(args.reference, "--reference")
-    # a missing state is the first of repeated calls when it is the --save-state file too (the build's own rule)
-    first_call = args.save_state and Path(args.save_state).resolve() == Path(args.resume_from or "").resolve()
-    if args.resume_from and not first_call:
-        require_existing(args.resume_from, "--resume-from")
+    if args.resume_from:
+        # a missing state is the first of repeated calls when it is the --save-state file too (the build's own rule)
+        first_call = args.save_state and Path(args.save_state).resolve() == Path(args.resume_from).resolve()
+        if not first_call:
+            require_existing(args.resume_from, "--resume-from")
 
 
 def run(args) -> int:

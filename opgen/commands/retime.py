@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from opgen.commands.device_option import add_device_option, chosen_device
-from opgen.commands.timing_options import add_timing_options, timing_options
+from opgen.commands.timing_options import add_timing_options, check_trial_counts, timing_options
 from opgen.errors import UsageError
 
 
@@ -32,11 +32,12 @@ def register(sub) -> None:
 def run(args) -> int:
     from opgen.pipeline.retime import require_dataset, retime
 
+    check_trial_counts(args)
+    if args.name is not None and not args.name.replace("-", "").isalnum():
+        raise UsageError(f"--name must be letters, digits and dashes, got {args.name!r}")
     require_dataset(args.dataset)
     device, _ = chosen_device(args.device)
     options = timing_options(args, device)
-    if args.name is not None and not args.name.replace("-", "").isalnum():
-        raise UsageError(f"--name must be letters, digits and dashes, got {args.name!r}")
     folder, config, rows = retime(args.dataset, options, out=args.out, name=args.name, limit=args.limit,
                                   timeout_s=args.timeout, workers_per_gpu=args.workers_per_gpu, push=args.push,
                                   token=args.token, progress=not args.no_progress, config=args.config)
