@@ -10,9 +10,11 @@ import sys
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
+import pyarrow.parquet as pq
 import pytest
 
 from opgen.hub import hub_unreachable
+from opgen.records import dataset_table
 from opgen.sample.sampler import sample_records
 from tests.conftest import REPO
 
@@ -37,8 +39,11 @@ def opgen_without_kernelbench(*args: str, endpoint: str) -> subprocess.Completed
 def test_an_unreachable_hub_is_one_line_naming_the_local_copy_and_no_retry(command, tmp_path):
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text("".join(json.dumps(record) + "\n" for record in sample_records(0, 0, 2)))
+    dataset = tmp_path / "dataset" / "data"   # a folder as `datasets` reads it, with its loading progress
+    dataset.mkdir(parents=True)
+    pq.write_table(dataset_table(sample_records(0, 0, 2)), dataset / "train-00000-of-00001.parquet")
     args = {"dedup": ["dedup", "--input", str(tasks), "--out", str(tmp_path / "v.jsonl")],
-            "audit": ["audit", str(tasks)]}[command]
+            "audit": ["audit", str(dataset.parent)]}[command]
     result = opgen_without_kernelbench(*args, endpoint=f"http://127.0.0.1:{closed_port()}")
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 2 and len(lines) == 1, result.stderr
