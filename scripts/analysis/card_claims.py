@@ -1,4 +1,4 @@
-"""`opgen audit` under its earlier name: a dataset's card claims checked from its rows (opgen/analysis/claims.py).
+"""`opgen audit` at the path docs/benchmarks.md records: a dataset's card claims checked from its rows.
 
     python scripts/analysis/card_claims.py data/opgen-ops-6k --n 6000 [--seed 0] [--json OUT.json]
 """

@@ -1,5 +1,5 @@
-"""`opgen profile --realism` under its earlier name: the share of real-model family pairs among a build's
-candidates, by fate (opgen/analysis/realism.py).
+"""`opgen profile --realism` at the path docs/benchmarks.md records: the share of real-model family pairs among
+a build's candidates, by fate (opgen/analysis/realism.py).
 
     python scripts/analysis/realism_funnel.py RUN_DIR|STATE [--composition-prior PRIOR.json] [--json OUT.json]
 """

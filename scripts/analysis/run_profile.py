@@ -1,4 +1,4 @@
-"""`opgen profile` under its earlier name: where a build's time went (opgen/analysis/run_profile.py).
+"""`opgen profile` at the path docs/benchmarks.md records: where a build's time went (opgen/analysis/run_profile.py).
 
     python scripts/analysis/run_profile.py RUN_DIR|STATE [--compare OTHER] [--since EARLIER] [--json OUT.json]
 """
