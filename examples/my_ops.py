@@ -1,4 +1,4 @@
-"""Example vocabulary plugin: two operators added without editing opgen (`--vocab-plugin examples/my_ops.py`)."""
+"""Example vocabulary plugin: three operators added without editing opgen (`--vocab-plugin examples/my_ops.py`)."""
 
 from opgen.vocab.builders import pick_dim
 from opgen.vocab.spec import OpSpec

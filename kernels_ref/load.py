@@ -28,7 +28,7 @@ def load_reference(source: str | None = None) -> list[dict]:
         rows = _from_folder(path)
     elif path.is_file():
         rows = _from_file(path)
-    elif _looks_like_path(source):
+    elif looks_like_path(source):
         raise UsageError(f"KernelBench reference not found: {source}")
     else:
         rows = _from_hub(source)
@@ -37,7 +37,7 @@ def load_reference(source: str | None = None) -> list[dict]:
     return sorted(rows, key=lambda row: (row["level"], row["problem_id"], row["name"]))
 
 
-def _looks_like_path(source: str) -> bool:
+def looks_like_path(source: str) -> bool:
     """A hub id is `org/name`; anything else that does not exist on disk was meant as a path."""
     return source.startswith(("/", ".", "~")) or source.count("/") != 1 or source.endswith((".jsonl", ".json", ".parquet"))
 
@@ -92,7 +92,17 @@ def _from_folder(path: Path) -> list[dict]:
     raise UsageError(f"{path}: no KernelBench problems (expected level*/N_Name.py or KernelBench/level*/...)")
 
 
+LOCAL_COPY = ("offline, pass --reference with a local copy (a problems.jsonl/parquet file or a KernelBench checkout) "
+              "or set OPGEN_KERNELBENCH")
+
+
 def _from_hub(hub_id: str) -> list[dict]:
+    from opgen.hub import hub_unreachable, offline_mode
+
+    # offline mode reads the Hub cache, which needs no probe; otherwise fail in seconds rather than after retries
+    unreachable = None if offline_mode() else hub_unreachable()
+    if unreachable:
+        raise UsageError(f"cannot load KernelBench from the Hugging Face Hub ({hub_id}): {unreachable}; {LOCAL_COPY}")
     try:
         import datasets
 
@@ -105,8 +115,5 @@ def _from_hub(hub_id: str) -> list[dict]:
         raise
     except Exception as error:  # offline, unknown id, missing split: datasets raises many types
         first_line = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
-        raise UsageError(
-            f"cannot load KernelBench from the Hugging Face Hub ({hub_id}): {first_line}; offline, pass "
-            "--reference with a local copy (a problems.jsonl/parquet file or a KernelBench checkout) "
-            "or set OPGEN_KERNELBENCH"
-        ) from None
+        raise UsageError(f"cannot load KernelBench from the Hugging Face Hub ({hub_id}): {first_line}; {LOCAL_COPY}") \
+            from None

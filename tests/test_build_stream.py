@@ -319,14 +319,12 @@ def test_rejections_for_memory_are_counted_by_stage():
 
 
 @pytest.mark.heavy
-def test_run_profile_reads_where_the_workers_time_went(streamed, tmp_path, capsys):
-    sys.path.insert(0, str(REPO / "scripts" / "analysis"))
-    try:
-        import run_profile
-    finally:
-        sys.path.pop(0)
+def test_opgen_profile_reads_where_the_workers_time_went(streamed, tmp_path, capsys):
+    from opgen.analysis import run_profile
+    from opgen.cli import main
+
     out = tmp_path / "profile.json"
-    assert run_profile.main([str(streamed), "--compare", str(streamed), "--json", str(out)]) == 0
+    assert main(["profile", str(streamed), "--compare", str(streamed), "--json", str(out)]) == 0
     figures = json.loads(out.read_text())
     execute, timing = figures["execute"], figures["timing"]
     stats = json.loads((streamed / "stats.json").read_text())
@@ -354,7 +352,7 @@ def test_run_profile_reads_where_the_workers_time_went(streamed, tmp_path, capsy
     # a run compared with itself: the same tasks, every ratio 1
     assert figures["compare"]["tasks"] == timing["tasks"]
     assert {figure["median_ratio"] for key, figure in figures["compare"].items() if key != "tasks"} == {1.0}
-    assert run_profile.main([str(tmp_path)]) == 2 and "not an opgen run folder" in capsys.readouterr().err
+    assert main(["profile", str(tmp_path)]) == 2 and "not an opgen run folder" in capsys.readouterr().err
     # --since an earlier copy of the build that lacked one shard: that shard's figures alone
     earlier = tmp_path / "earlier"
     shutil.copytree(streamed, earlier)
@@ -366,7 +364,7 @@ def test_run_profile_reads_where_the_workers_time_went(streamed, tmp_path, capsy
     spans = json.loads((earlier / "logs" / "clock.json").read_text())
     spans[-1][1] -= 6.0   # the earlier copy was taken 6 s of build time before the end
     (earlier / "logs" / "clock.json").write_text(json.dumps(spans))
-    assert run_profile.main([str(streamed), "--since", str(earlier), "--json", str(out)]) == 0
+    assert main(["profile", str(streamed), "--since", str(earlier), "--json", str(out)]) == 0
     since = json.loads(out.read_text())
     assert since["rates"]["wall_s"] == 6.0
     assert since["rates"]["executed_per_min"] == round(10 * since["execute"]["candidates"], 1)
@@ -379,7 +377,7 @@ def test_run_profile_reads_where_the_workers_time_went(streamed, tmp_path, capsy
     from opgen.pipeline.state import save_state
 
     save_state(streamed, tmp_path / "build.state")
-    assert run_profile.main([str(tmp_path / "build.state"), "--json", str(tmp_path / "from_state.json")]) == 0
+    assert main(["profile", str(tmp_path / "build.state"), "--json", str(tmp_path / "from_state.json")]) == 0
     from_state = json.loads((tmp_path / "from_state.json").read_text())
     assert from_state == {key: figures[key] for key in ("execute", "timing", "window", "rates")}
     # the window's rejections against the sampler's estimate: what a cut on it would spare and lose

@@ -98,6 +98,9 @@ def test_cli_vocab_lists_every_family():
     text = run_cli("vocab")
     assert text.returncode == 0, text.stderr
     assert f"{len(families)} families" in text.stdout
+    header, first = text.stdout.splitlines()[:2]
+    assert header.split() == ["operator", "category", "family", "ranks"]
+    assert first.split()[0] == data["operators"][0]["name"]
     listed = {line.split()[0] for line in text.stdout.split("families (synonyms share one):")[1].splitlines()
               if line.strip()}
     assert listed == families

@@ -108,6 +108,8 @@ def test_loads_parquet(tmp_path):
 def test_hub_path_calls_load_dataset_per_level_and_uses_its_rows(monkeypatch):
     import datasets
 
+    monkeypatch.setattr("opgen.hub.hub_unreachable", lambda: None)   # the Hub answers
+
     calls = []
 
     def fake_load_dataset(path, split=None, **kwargs):
@@ -122,8 +124,10 @@ def test_hub_path_calls_load_dataset_per_level_and_uses_its_rows(monkeypatch):
                                                        (4, "4_Task.py")]
 
 
-def test_unreachable_hub_is_one_clear_usage_error(monkeypatch):
+def test_a_hub_that_answers_but_cannot_serve_kernelbench_is_one_clear_usage_error(monkeypatch):
     import datasets
+
+    monkeypatch.setattr("opgen.hub.hub_unreachable", lambda: None)
 
     def offline(path, split=None, **kwargs):
         raise ConnectionError("Couldn't reach 'x' on the Hub (LocalEntryNotFoundError)\nmore detail")

@@ -13,11 +13,11 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("opgen", "filters", "kernels_ref")
 # unit -> layer; a module belongs to the longest unit that prefixes it
 LAYERS = {
-    "opgen.records": 0, "opgen.errors": 0, "opgen.jsonl": 0, "opgen.checkpoint": 0, "opgen.version": 0,
+    "opgen.records": 0, "opgen.errors": 0, "opgen.jsonl": 0, "opgen.checkpoint": 0, "opgen.version": 0, "opgen.hub": 0,
     "opgen.taskcode": 1, "opgen.vocab": 1,
     "opgen.sandbox": 2, "kernels_ref": 2,
     "opgen.sample": 3, "opgen.mining": 3, "filters": 3, "opgen.timing": 3, "opgen.publish": 3,
-    "opgen.pipeline": 4, "opgen.grading": 4, "opgen.heldout": 4,
+    "opgen.pipeline": 4, "opgen.grading": 4, "opgen.heldout": 4, "opgen.analysis": 4,
     "opgen.commands": 5, "opgen.cli": 5, "opgen.__main__": 5, "opgen": 5, "opgen.grading.api": 5,
 }
 NEVER = {"filters": ("opgen.pipeline", "opgen.timing", "opgen.commands", "opgen.cli"),

@@ -90,12 +90,14 @@ def _one_line(result) -> str:
 def test_cuda_commands_without_cuda_stop_at_once_in_one_line(tmp_path):
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text(json.dumps({"id": "a", "code": "import torch\n"}) + "\n")
+    (tmp_path / "dataset").mkdir()
+    (tmp_path / "dataset" / "README.md").write_text("---\n---\n")   # a dataset folder, to retime
     commands = [
         ["build", "--n", "5", "--seed", "0", "--out", str(tmp_path / "run"), "--device", "cuda",
          "--reference", str(KERNELBENCH)],
         ["validate", "--input", str(tasks), "--out", str(tmp_path / "v.jsonl"), "--device", "cuda"],
         ["time", "--input", str(tasks), "--out", str(tmp_path / "t.jsonl"), "--device", "cuda"],
-        ["retime", str(tmp_path), "--device", "cuda"],
+        ["retime", str(tmp_path / "dataset"), "--device", "cuda"],
     ]
     for command in commands:
         started = time.monotonic()

@@ -197,9 +197,10 @@ def test_published_card_has_the_family_section(sampled_run, tmp_path, monkeypatc
     assert f"`{rows[0]['families'][0]}`" in card.split("## Operator families")[1]
 
 
-def test_the_audit_scripts_read_a_published_folder_as_its_run(sampled_run, tmp_path, monkeypatch):
-    from scripts.analysis import family_mix, grader_proof_audit
-    from scripts.analysis.task_rows import read_task_rows
+def test_the_audits_read_a_published_folder_as_its_run(sampled_run, tmp_path, monkeypatch):
+    from opgen.analysis.families import family_report
+    from opgen.analysis.grader_proof import audit
+    from opgen.analysis.rows import read_task_rows
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "cache"))
@@ -207,9 +208,8 @@ def test_the_audit_scripts_read_a_published_folder_as_its_run(sampled_run, tmp_p
     assert main(["publish", str(sampled_run), "--repo-id", "opgen/audit", "--dry-run", "--out", str(out)]) == 0
     published, built = read_task_rows(out), read_task_rows(sampled_run)
     assert [r["id"] for r in published] == [r["id"] for r in built] and len(published) == 5
-    assert grader_proof_audit.audit(published, 0.99) == grader_proof_audit.audit(built, 0.99)
+    assert audit(published, 0.99) == audit(built, 0.99)
     reference = tmp_path / "kb.jsonl"
     relu = "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n"
     reference.write_text(json.dumps({"level": 1, "problem_id": 19, "name": "19_ReLU.py", "code": relu}) + "\n")
-    assert family_mix.report(out, str(reference)).split("\n", 1)[1] == \
-        family_mix.report(sampled_run, str(reference)).split("\n", 1)[1]
+    assert family_report(published, str(reference), "tasks") == family_report(built, str(reference), "tasks")

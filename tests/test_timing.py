@@ -270,7 +270,7 @@ def test_time_cli_rejects_bad_input(tmp_path):
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a machine without a GPU")
 def test_time_cli_cuda_without_gpu_is_a_usage_error(tmp_path):
     (tmp_path / "linear.py").write_text(LINEAR_TASK)
-    done = _opgen("time", "--input", str(tmp_path), "--out", str(tmp_path / "o.jsonl"))
+    done = _opgen("time", "--input", str(tmp_path), "--out", str(tmp_path / "o.jsonl"), "--device", "cuda")
     assert done.returncode == 2 and "no CUDA device" in done.stderr and "Traceback" not in done.stderr
 
 

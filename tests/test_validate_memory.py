@@ -119,13 +119,8 @@ def test_a_task_short_of_gpu_memory_in_a_pool_of_its_own_goes_to_a_fresh_worker(
 
 
 def test_run_profile_sums_up_the_checks_peak_gpu_memory():
-    import sys
+    from opgen.analysis import run_profile
 
-    sys.path.insert(0, str(Path(__file__).parents[1] / "scripts" / "analysis"))
-    try:
-        import run_profile
-    finally:
-        sys.path.pop(0)
     lines = [{"gpu_peak_mb": mb} for mb in (100, 300, 200, 5000, *[10] * 20)] + [{"reason": "cpu"}]
     figures = run_profile.peak_memory(lines)
     assert figures == {"candidates": 24, "median": 10, "p90": 100, "max": 5000,

@@ -1,12 +1,14 @@
 """Subcommands of `opgen`; each module has `register(subparsers)` that sets `func`."""
 
 from opgen.commands import (
+    audit,
     build,
     check,
     dedup,
     grade,
     heldout,
     prior,
+    profile,
     publish,
     retime,
     sample,
@@ -15,4 +17,4 @@ from opgen.commands import (
     vocab,
 )
 
-COMMANDS = (vocab, sample, validate, dedup, time, build, publish, retime, heldout, check, grade, prior)
+COMMANDS = (vocab, sample, validate, dedup, time, build, publish, retime, heldout, check, audit, profile, grade, prior)

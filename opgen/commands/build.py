@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+from pathlib import Path
 
 from filters.dedup.chains import DEFAULT_MAX_PER_CHAIN
 from opgen.commands.composition_options import add_composition_options, add_dtype_option, add_focus_option
+from opgen.commands.device_option import add_device_option, resolve_device
 from opgen.commands.machine_sizing import size_for_machine
+from opgen.commands.paths import require_existing
 from opgen.commands.timing_options import add_timing_options, timing_options
 from opgen.errors import UsageError
 from opgen.jsonl import require_writable
@@ -23,9 +26,10 @@ def register(sub) -> None:
     parser.add_argument("--n", type=int, required=True, help="number of tasks in the dataset")
     parser.add_argument("--seed", type=int, default=0, help="sampler seed (default 0)")
     parser.add_argument("--out", required=True, help="run folder (resumed when it holds the same build)")
-    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
-                        help="where candidates run; cuda also times them and applies the 1-100 ms window")
-    parser.add_argument("--profile", choices=("smoke", "gpu"), default="smoke", help="task sizes (default smoke)")
+    add_device_option(parser, "where candidates run; cuda also times them and applies the 1-100 ms window")
+    parser.add_argument("--profile", choices=("smoke", "gpu"), default=None,
+                        help="task sizes (default: gpu when the build runs on cuda, where the window needs them, "
+                             "else smoke)")
     parser.add_argument("--executor", choices=("local", "ray"), default="local", help="local process pool or Ray")
     parser.add_argument("--workers", type=int, default=None,
                         help="worker processes (local) or CPUs (new Ray cluster) (default: 2 on cpu; with "
@@ -37,7 +41,7 @@ def register(sub) -> None:
     parser.add_argument("--shard-size", type=int, default=16, help="candidates per shard (default 16)")
     parser.add_argument("--max-per-chain", type=int, default=None,
                         help="tasks kept at most per chain of operator families, one per size regime (default: "
-                             f"{CHAIN_SHARE:.1%} of --n, at least {DEFAULT_MAX_PER_CHAIN}; 0: no cap)")
+                             f"{100 * CHAIN_SHARE:.1f}%% of --n, at least {DEFAULT_MAX_PER_CHAIN}; 0: no cap)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per candidate in the sandbox")
     parser.add_argument("--memory-mb", type=int, default=None,
                         help="resident memory limit per sandbox worker, 0 for none (default: 4096 on cpu; with "
@@ -82,19 +86,40 @@ def _add_held_out(run_dir, device: str, sizing, gpus: int, progress: bool) -> No
     print(f"held-out sizes: {held} (tasks by held-out configurations)", file=sys.stderr)
 
 
+def require_inputs(args) -> None:
+    """The files the build reads, each named when missing, before the device is looked at."""
+    from kernels_ref.load import looks_like_path
+
+    for plugin in args.vocab_plugin:
+        require_existing(plugin, "--vocab-plugin")
+    require_existing(args.composition_prior, "--composition-prior")
+    if args.reference is not None and looks_like_path(args.reference):
+        require_existing(args.reference, "--reference")
+    if args.resume_from:
+        # a missing state is the first of repeated calls when it is the --save-state file too (the build's own rule)
+        first_call = args.save_state and Path(args.save_state).resolve() == Path(args.resume_from).resolve()
+        if not first_call:
+            require_existing(args.resume_from, "--resume-from")
+
+
 def run(args) -> int:
     timing = timing_options(args, "cuda")
     if args.timing_workers is not None and args.timing_workers < 1:
         raise UsageError("--timing-workers must be at least 1")
-    gpus = []
-    if args.device == "cuda" and args.executor == "local":   # before any work, the executor's processes too
-        from opgen.sandbox.gpus import require_cuda
-
-        gpus = require_cuda()
-    sizing = size_for_machine(args.device, len(gpus), args.workers, args.timing_workers, args.memory_mb)
+    require_inputs(args)
+    if args.save_state:
+        require_writable(args.save_state, "--save-state")
+    if args.device == "cuda" and args.executor == "ray":   # the cluster's GPUs, checked once it is up
+        device, gpus, chosen = "cuda", [], ""
+    else:   # before any work, the executor's processes too
+        device, gpus, chosen = resolve_device(args.device)
+    sizing = size_for_machine(device, len(gpus), args.workers, args.timing_workers, args.memory_mb)
+    # what auto chose goes to the build log's first lines, and to stderr with the sizing a CUDA build prints there
+    note = "; ".join(part for part in (chosen, sizing.note) if part)
     if sizing.note:
-        print(sizing.note, file=sys.stderr)
-    config = BuildConfig(n=args.n, seed=args.seed, profile=args.profile, device=args.device,
+        print(note, file=sys.stderr)
+    profile = args.profile or ("gpu" if device == "cuda" else "smoke")
+    config = BuildConfig(n=args.n, seed=args.seed, profile=profile, device=device,
                          reference=args.reference, vocab_plugins=tuple(args.vocab_plugin),
                          shard_size=args.shard_size, timeout_s=args.timeout,
                          memory_mb=sizing.memory_mb or None, trials=timing.trials, warmups=timing.warmups,
@@ -102,21 +127,19 @@ def run(args) -> int:
                          planning=args.planning, max_per_chain=args.max_per_chain, composition=args.composition,
                          prior_weight=args.prior_weight, composition_prior=args.composition_prior,
                          focus=tuple(args.focus), dtype=args.dtype)
-    if args.save_state:
-        require_writable(args.save_state, "--save-state")
     executor = make_executor(args.executor, sizing.workers)
     previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)
     try:
         try:
-            if args.device == "cuda" and args.executor == "ray" and not executor.ray.cluster_resources().get("GPU", 0):
+            if device == "cuda" and args.executor == "ray" and not executor.ray.cluster_resources().get("GPU", 0):
                 raise UsageError("--device cuda: the Ray cluster has no GPU")
             result = run_build(config, args.out, executor, progress=not args.no_progress, stream=not args.no_stream,
                                timing_workers=sizing.timing_workers, save_state=args.save_state,
-                               resume_from=args.resume_from, sizing_note=sizing.note)
+                               resume_from=args.resume_from, sizing_note=note)
         finally:
             executor.close()   # its workers give the machine back to the held-out stage's
-        if result.tasks and (args.device == "cuda" if args.held_out is None else args.held_out):
-            _add_held_out(result.run_dir, args.device, sizing, len(gpus), not args.no_progress)
+        if result.tasks and (device == "cuda" if args.held_out is None else args.held_out):
+            _add_held_out(result.run_dir, device, sizing, len(gpus), not args.no_progress)
     finally:
         signal.signal(signal.SIGTERM, previous)
     print(result.funnel.table())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
+from opgen.commands.device_option import add_device_option, chosen_device
 from opgen.commands.machine_sizing import size_for_machine
 from opgen.errors import UsageError
 from opgen.jsonl import require_writable
@@ -22,7 +23,7 @@ def register(sub) -> None:
     parser.add_argument("--sample", type=int, default=300, help="rows drawn at random (default 300; 0: all)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the draw (default 0)")
     parser.add_argument("--config", default="default", help="the dataset config to check (a precision: bf16, fp16)")
-    parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    add_device_option(parser, "where the rows run; cuda also times them against the recorded times")
     parser.add_argument("--workers", type=int, default=None, help="sandbox workers (default: sized as for build)")
     parser.add_argument("--timing-workers", type=int, default=None, help="timing workers per GPU")
     parser.add_argument("--memory-mb", type=int, default=None, help="memory limit per worker, 0 for none")
@@ -37,20 +38,18 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from opgen.pipeline.check import check_dataset
+    from opgen.pipeline.retime import require_dataset
 
     if args.sample < 0:
         raise UsageError("--sample must be 0 (all rows) or more")
     if args.time_tolerance <= 0:
         raise UsageError("--time-tolerance must be above 0")
-    gpus = []
-    if args.device == "cuda":
-        from opgen.sandbox.gpus import require_cuda
-
-        gpus = require_cuda()
+    require_dataset(args.dataset)
     if args.report:
         require_writable(args.report, "--report")
-    sizing = size_for_machine(args.device, len(gpus), args.workers, args.timing_workers, args.memory_mb)
-    report = check_dataset(args.dataset, sample=args.sample or None, seed=args.seed, device=args.device,
+    device, gpus = chosen_device(args.device)
+    sizing = size_for_machine(device, len(gpus), args.workers, args.timing_workers, args.memory_mb)
+    report = check_dataset(args.dataset, sample=args.sample or None, seed=args.seed, device=device,
                            workers=sizing.workers, timing_workers=sizing.timing_workers,
                            memory_mb=sizing.memory_mb or None, timeout_s=args.timeout,
                            time_tolerance=args.time_tolerance, out=args.download_to, progress=not args.no_progress,

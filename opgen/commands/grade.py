@@ -6,7 +6,10 @@ import argparse
 import json
 import sys
 
+from kernels_ref.load import looks_like_path
+from opgen.commands.device_option import add_device_option, chosen_device
 from opgen.commands.machine_sizing import size_for_machine
+from opgen.commands.paths import require_existing
 from opgen.errors import UsageError
 from opgen.jsonl import require_writable
 
@@ -32,7 +35,7 @@ def register(sub) -> None:
     source.add_argument("--config", default="default", help="the dataset config (a precision: bf16, fp16)")
     source.add_argument("--download-to", default=None, help="where a Hub dataset is downloaded")
     how = parser.add_argument_group("how")
-    how.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    add_device_option(how, "where the solution runs (and is timed, on cuda)")
     how.add_argument("--draws", type=int, default=5, help="input draws checked per configuration (default 5)")
     how.add_argument("--seed", type=int, default=0, help="seed of the draws and the weights (default 0)")
     how.add_argument("--timing", action=argparse.BooleanOptionalAction, default=None,
@@ -61,17 +64,17 @@ def run(args) -> int:
         raise UsageError("give --solution with either --task or --dataset and --id (or --dataset with --solutions)")
     if (args.out or args.summary) and not folder_mode:
         raise UsageError("--out and --summary go with --solutions")
-    gpus = []
-    if args.device == "cuda":
-        from opgen.sandbox.gpus import require_cuda
-
-        gpus = require_cuda()
+    for path, what in ((args.task, "--task"), (args.solution, "--solution"), (args.solutions, "--solutions")):
+        require_existing(path, what)
+    if args.dataset is not None and looks_like_path(args.dataset):
+        require_existing(args.dataset, "--dataset")
     for path, option in ((args.out, "--out"), (args.summary, "--summary")):
         if path:
             require_writable(path, option)
-    sizing = size_for_machine(args.device, len(gpus), None, None, args.memory_mb)
-    workers = args.workers or (_default_workers(args.device, len(gpus)) if folder_mode else 1)
-    options = GradeOptions(device=args.device, draws=args.draws, seed=args.seed, timing=args.timing,
+    device, gpus = chosen_device(args.device)
+    sizing = size_for_machine(device, len(gpus), None, None, args.memory_mb)
+    workers = args.workers or (_default_workers(device, len(gpus)) if folder_mode else 1)
+    options = GradeOptions(device=device, draws=args.draws, seed=args.seed, timing=args.timing,
                            compile_baseline=args.compile_baseline, warmups=args.warmups, trials=args.trials,
                            min_trials=args.min_trials, timeout_s=args.timeout,
                            memory_mb=sizing.memory_mb or None,

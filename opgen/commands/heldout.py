@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from opgen.commands.device_option import add_device_option, chosen_device
 from opgen.commands.machine_sizing import size_for_machine
+from opgen.commands.paths import require_existing
 from opgen.errors import UsageError
 
 
@@ -15,8 +17,7 @@ def register(sub) -> None:
                                         "held_out_note). Runs on the GPU or the CPU; resumable: a rerun reuses "
                                         "the finished part. `opgen build` runs it by default on CUDA builds.")
     parser.add_argument("path", metavar="PATH", help="a finished build's run folder, or a dataset folder")
-    parser.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto",
-                        help="where the configurations run (default auto: CUDA when present, else the CPU)")
+    add_device_option(parser, "where the configurations run")
     parser.add_argument("--configs", type=int, default=2, help="held-out configurations per task (default 2)")
     parser.add_argument("--seed", type=int, default=0, help="the seed the inputs are drawn from (default 0)")
     parser.add_argument("--workers", type=int, default=None, help="sandbox workers (default: sized to the machine)")
@@ -28,29 +29,14 @@ def register(sub) -> None:
     parser.set_defaults(func=run)
 
 
-def resolve_device(device: str) -> tuple[str, int]:
-    """`auto`: CUDA when a GPU is visible, else the CPU; `cuda`: the GPUs, or one line saying why there are none.
-    Returns the device and how many GPUs it has."""
-    from opgen.sandbox.gpus import require_cuda, visible_gpus
-
-    if device == "cpu":
-        return "cpu", 0
-    if device == "auto":
-        gpus = visible_gpus()
-        return ("cuda", len(gpus)) if gpus else ("cpu", 0)
-    return "cuda", len(require_cuda())
-
-
 def run(args) -> int:
-    from pathlib import Path
-
     from opgen.heldout.apply import add_held_out
 
-    if not Path(args.path).exists():
-        raise UsageError(f"{args.path} does not exist")
+    require_existing(args.path, "PATH")
     if args.configs < 1:
         raise UsageError("--configs must be 1 or more")
-    device, gpus = resolve_device(args.device)
+    device, visible = chosen_device(args.device)
+    gpus = len(visible)
     sizing = size_for_machine(device, gpus, args.workers, None, args.memory_mb)
     workers = sizing.workers + (sizing.timing_workers or 0) * gpus if args.workers is None else args.workers
     summary = add_held_out(args.path, device=device, configs=args.configs, workers=workers, timeout_s=args.timeout,

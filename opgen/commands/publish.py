@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from opgen.commands.paths import require_existing
 from opgen.errors import UsageError
 from opgen.publish.folder import publish
 from opgen.taskcode.dtypes import DEFAULT_DTYPE
@@ -61,6 +62,8 @@ def _rows_of(run_dirs: list[str], reference: str | None):
 
 
 def run(args) -> int:
+    for run_dir in args.run_dir:
+        require_existing(run_dir, "RUN_DIR")
     if len(args.run_dir) == 1:
         result = publish(args.run_dir[0], args.repo_id, private=args.private, dry_run=args.dry_run, out=args.out,
                          token=args.token)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from opgen.commands.timing_options import add_timing_options, timing_options
+from opgen.commands.device_option import add_device_option, chosen_device
+from opgen.commands.timing_options import add_timing_options, check_trial_counts, timing_options
 from opgen.errors import UsageError
 
 
@@ -12,7 +13,7 @@ def register(sub) -> None:
                                         "machine and write the timings as an extra config of the dataset, "
                                         "without rebuilding anything. Resumable: a rerun skips finished chunks.")
     parser.add_argument("dataset", metavar="DATASET", help="a dataset folder (opgen publish) or a Hub id ORG/NAME")
-    parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    add_device_option(parser, "where the tasks are timed")
     parser.add_argument("--out", default=None, help="where a Hub dataset is downloaded (default data/retime/ORG__NAME)")
     parser.add_argument("--name", default=None, help="config suffix (default: the GPU's name, e.g. nvidia-h200)")
     parser.add_argument("--limit", type=int, default=None, help="time only the first N tasks")
@@ -29,15 +30,14 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from opgen.pipeline.retime import retime
+    from opgen.pipeline.retime import require_dataset, retime
 
-    options = timing_options(args, args.device)
-    if args.device == "cuda":
-        from opgen.sandbox.gpus import require_cuda
-
-        require_cuda()
+    check_trial_counts(args)
     if args.name is not None and not args.name.replace("-", "").isalnum():
         raise UsageError(f"--name must be letters, digits and dashes, got {args.name!r}")
+    require_dataset(args.dataset)
+    device, _ = chosen_device(args.device)
+    options = timing_options(args, device)
     folder, config, rows = retime(args.dataset, options, out=args.out, name=args.name, limit=args.limit,
                                   timeout_s=args.timeout, workers_per_gpu=args.workers_per_gpu, push=args.push,
                                   token=args.token, progress=not args.no_progress, config=args.config)

@@ -29,7 +29,7 @@ CHUNK = 64
 def register(sub) -> None:
     parser = sub.add_parser("sample", help="sample candidate tasks")
     parser.add_argument("--n", type=int, required=True, help="number of candidates")
-    parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--seed", type=int, default=0, help="sampler seed (default 0)")
     parser.add_argument("--out", required=True, help="output JSONL file")
     parser.add_argument("--profile", choices=PROFILE_NAMES, default="smoke")
     parser.add_argument("--start", type=int, default=0, help="index of the first candidate")

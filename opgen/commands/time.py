@@ -8,7 +8,8 @@ import sys
 import time
 
 from opgen.checkpoint import ChunkLog, inputs_identity, run_in_chunks
-from opgen.commands.timing_options import add_timing_options, timing_options
+from opgen.commands.device_option import add_device_option, chosen_device
+from opgen.commands.timing_options import add_timing_options, check_trial_counts, timing_options
 from opgen.errors import UsageError
 from opgen.jsonl import read_inputs, require_writable, write_jsonl
 
@@ -17,7 +18,7 @@ def register(sub) -> None:
     parser = sub.add_parser("time", help="time tasks eager and compiled on the GPU (or the CPU, for CI)")
     parser.add_argument("--input", required=True, help="JSONL of records with `code`, or a folder of .py tasks")
     parser.add_argument("--out", required=True, help="output JSONL: the input records plus the timing columns")
-    parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    add_device_option(parser, "where the tasks are timed")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per task (default 600)")
     parser.add_argument("--workers-per-gpu", type=int, default=None,
                         help="sandbox workers per GPU; one times at a time, the others build and compile")
@@ -31,18 +32,20 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from opgen.sandbox.gpus import default_workers_per_gpu, require_cuda
+    from opgen.sandbox.gpus import default_workers_per_gpu
     from opgen.timing.driver import time_records, timing_summary
 
-    options = timing_options(args, args.device)
+    check_trial_counts(args)
     if args.timeout <= 0:
         raise UsageError("--timeout must be positive")
     if args.workers_per_gpu is not None and args.workers_per_gpu < 1:
         raise UsageError("--workers-per-gpu must be >= 1")
-    gpus = len(require_cuda()) if args.device == "cuda" else 0   # before any work
     records = read_inputs(args.input)[: args.limit]
     require_writable(args.out)
-    if args.device == "cuda":
+    device, visible = chosen_device(args.device)   # before any work, once the input and output are known good
+    options = timing_options(args, device)
+    gpus = len(visible)
+    if device == "cuda":
         # large chunks: each one ends with a short tail in which a GPU waits for the last compiles
         chunk_default = 16 * gpus * (args.workers_per_gpu or default_workers_per_gpu(gpus))
     else:

@@ -23,12 +23,17 @@ def add_timing_options(parser, compile_option: bool = True) -> None:
         parser.add_argument("--seed", type=int, default=0, help="torch seed for weights and inputs (default 0)")
 
 
+def check_trial_counts(args) -> None:
+    """One UsageError line for trial counts no timing can use."""
+    if args.trials < 1 or args.warmups < 0 or args.min_trials < 1:
+        raise UsageError("--trials and --min-trials must be >= 1 and --warmups >= 0")
+
+
 def timing_options(args, device: str):
     """The TimingOptions the parsed arguments ask for; bad values are one UsageError line."""
     from opgen.timing.driver import TimingOptions
 
-    if args.trials < 1 or args.warmups < 0 or args.min_trials < 1:
-        raise UsageError("--trials and --min-trials must be >= 1 and --warmups >= 0")
+    check_trial_counts(args)
     return TimingOptions(device=device, trials=args.trials, warmups=args.warmups, trial_mode=args.trial_mode,
                          min_trials=args.min_trials, seed=getattr(args, "seed", 0),
                          precision="tf32" if args.tf32 else args.precision,

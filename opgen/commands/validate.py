@@ -6,6 +6,7 @@ import json
 import sys
 
 from opgen.checkpoint import ChunkLog, inputs_identity, run_in_chunks
+from opgen.commands.device_option import add_device_option, chosen_device
 from opgen.errors import UsageError
 from opgen.jsonl import read_inputs, require_writable, write_jsonl
 
@@ -14,7 +15,7 @@ def register(sub) -> None:
     parser = sub.add_parser("validate", help="run the static and sandboxed execute filters; one verdict per input")
     parser.add_argument("--input", required=True, help="JSONL of records (with `code`) or a folder of .py tasks")
     parser.add_argument("--out", required=True, help="verdicts JSONL, one line per input, in input order")
-    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    add_device_option(parser, "where the tasks run; cuda also applies the 1-100 ms window")
     parser.add_argument("--workers", type=int, default=2, help="sandbox worker processes (default 2)")
     parser.add_argument("--timeout", type=float, default=120.0, help="wall-clock seconds per task (default 120)")
     parser.add_argument("--memory-mb", type=int, default=4096,
@@ -51,25 +52,22 @@ def run(args) -> int:
     if args.timeout <= 0:
         raise UsageError("--timeout must be positive")
     window = parse_window(args.runtime_window)
-    if args.device == "cuda":
-        from opgen.sandbox.gpus import require_cuda
-
-        require_cuda()
     records = read_inputs(args.input)
     require_writable(args.out)
     if args.funnel:
         require_writable(args.funnel, "--funnel")
+    device, _ = chosen_device(args.device)   # the machine once the input and outputs are known good
     chunk_size = max(16, 8 * args.workers) if args.chunk_size is None else args.chunk_size
     if chunk_size < 1:
         raise UsageError("--chunk-size must be at least 1")
-    identity = inputs_identity(records, command="validate", device=args.device, timeout=args.timeout,
+    identity = inputs_identity(records, command="validate", device=device, timeout=args.timeout,
                                memory_mb=args.memory_mb, window=window, seed=args.seed, chunk_size=chunk_size)
 
     faults = ErrorRun()   # a run of identical machine errors is counted across chunks
 
     def validate_chunk(chunk: list[dict]) -> tuple[list[dict], dict]:
         chunk_funnel = Funnel()
-        lines = validate_records(chunk, device=args.device, workers=args.workers, timeout_s=args.timeout,
+        lines = validate_records(chunk, device=device, workers=args.workers, timeout_s=args.timeout,
                                  memory_mb=args.memory_mb or None, runtime_window_ms=window, funnel=chunk_funnel,
                                  seed=args.seed, reuse_pool=True, faults=faults)
         return lines, chunk_funnel.to_dict()

@@ -6,6 +6,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from opgen.commands.device_option import add_device_option, chosen_device
 from opgen.errors import UsageError
 from opgen.jsonl import require_writable
 from opgen.taskcode.dtypes import DEFAULT_DTYPE, DTYPES
@@ -35,7 +36,7 @@ def register(sub) -> None:
     parser.add_argument("--probe-dtypes", nargs="+", choices=DTYPES[1:], default=None, metavar="DTYPE",
                         help="run the precision probe instead: each operator alone in small tasks in DTYPE on "
                              "--device, and write what has no kernel to --out")
-    parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda", help="the probe's device")
+    add_device_option(parser, "where the probe runs")
     parser.add_argument("--ops", nargs="+", default=None, metavar="NAME", help="probe only these operators")
     parser.add_argument("--workers", type=int, default=2, help="the probe's sandbox workers")
     parser.add_argument("--out", default=None, help="where the probe writes (default: the shipped file)")
@@ -47,16 +48,13 @@ def probe(args, vocab) -> int:
     from opgen.pipeline.dtype_probe import probe_dtypes
     from opgen.vocab.dtype_support import SUPPORT_PATH
 
-    if args.device == "cuda":
-        from opgen.sandbox.gpus import require_cuda
-
-        require_cuda()
     unknown = [name for name in args.ops or () if name not in vocab]
     if unknown:
         raise UsageError(f"--ops: not in the vocabulary: {', '.join(unknown)}")
     out = Path(args.out) if args.out else SUPPORT_PATH
     require_writable(out, "--out")
-    found = probe_dtypes(vocab, args.probe_dtypes, args.device, args.ops, workers=args.workers, progress=True)
+    device, _ = chosen_device(args.device)
+    found = probe_dtypes(vocab, args.probe_dtypes, device, args.ops, workers=args.workers, progress=True)
     out.write_text(json.dumps(found, indent=1) + "\n", encoding="utf-8")
     for dtype in args.probe_dtypes:
         entry = found[dtype]
@@ -85,9 +83,10 @@ def run(args) -> int:
         return 0
     width = max(len(r["name"]) for r in rows)
     family_width = max(len(f) for f in families)
+    print(f"{'operator':<{width}}  {'category':<13} {'family':<{family_width}}  ranks")
     for row in rows:
         print(f"{row['name']:<{width}}  {row['category']:<13} {row['family']:<{family_width}}  "
-              f"ranks {','.join(map(str, row['ranks']))}")
+              f"{','.join(map(str, row['ranks']))}")
     categories = Counter(r["category"] for r in rows)
     print(f"\n{len(rows)} operators ({torch_count} torch, {len(rows) - torch_count} transformers): "
           + ", ".join(f"{c} {n}" for c, n in sorted(categories.items())))

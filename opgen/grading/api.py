@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from opgen.commands.device_option import resolve_device
 from opgen.commands.machine_sizing import size_for_machine
 from opgen.errors import UsageError
 from opgen.grading.run import GradeOptions, grade_task
@@ -14,8 +15,8 @@ def grade(solution: str | Path | None = None, *, solution_code: str | None = Non
           task_code: str | None = None, dataset: str | None = None, id: str | None = None, config: str = "default",
           download_to: str | None = None, **options) -> dict:
     """Grade a solution (a file, or `solution_code`) against a task (a file `task`, source `task_code`, or row `id`
-    of `dataset`: a published folder, a Hub id or a JSONL file). `options` are GradeOptions' fields: device ("cuda"
-    by default), draws, seed, timing, compile_baseline, warmups, trials, min_trials, timeout_s, memory_mb (default:
+    of `dataset`: a published folder, a Hub id or a JSONL file). `options` are GradeOptions' fields: device ("auto" by
+    default: CUDA when a GPU is visible, else the CPU; or "cuda", "cpu"), draws, seed, timing, compile_baseline, warmups, trials, min_trials, timeout_s, memory_mb (default:
     the build's limit on this machine; 0 for none).
 
     Returns the grade: `correct`, `reason` ("ok" or the code of what failed), `detail`, the worst error
@@ -33,12 +34,8 @@ def grade(solution: str | Path | None = None, *, solution_code: str | None = Non
         row = {"id": "task", "code": task_code}
     else:
         row = dataset_row(str(dataset), str(id), config, download_to)
-    device = options.get("device", "cuda")
-    gpus = []
-    if device == "cuda":
-        from opgen.sandbox.gpus import require_cuda
-
-        gpus = require_cuda()
+    device, gpus, _ = resolve_device(options.get("device", "auto"))
+    options["device"] = device
     if options.get("memory_mb") is None:   # the build's limit on this machine (0: none)
         options["memory_mb"] = size_for_machine(device, len(gpus), None, None, None).memory_mb
     return grade_task(row, code, GradeOptions(**options))

@@ -5,11 +5,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
-import os
-import socket
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from urllib.parse import urlparse
 
 from filters.base import Funnel
 from filters.dedup.chains import DEFAULT_MAX_PER_CHAIN
@@ -134,24 +131,13 @@ class BuildResult:
     funnel: Funnel
 
 
-def _hub_reachable(timeout_s: float = 3.0) -> bool:
-    """Whether the Hub answers a TCP connect (saves the datasets client's half-minute of retries offline)."""
-    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
-        return False
-    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname or "huggingface.co"
-    try:
-        socket.create_connection((host, 443), timeout=timeout_s).close()
-        return True
-    except OSError:
-        return False
-
-
 def load_reference_index(reference: str | None):
     """The KernelBench index; the Hub default falls back to the offline copy next to the repo when unreachable."""
     from kernels_ref import DEFAULT_REFERENCE, reference_index
+    from opgen.hub import hub_unreachable
 
     source = reference or DEFAULT_REFERENCE
-    if reference is None and OFFLINE_REFERENCE.is_file() and not _hub_reachable():
+    if reference is None and OFFLINE_REFERENCE.is_file() and hub_unreachable():
         log.warning("Hugging Face Hub unreachable; KernelBench from the offline copy %s", OFFLINE_REFERENCE)
         return reference_index(str(OFFLINE_REFERENCE))
     try:

@@ -21,16 +21,24 @@ from opgen.publish.upload import REPO_ID, upload_folder
 from opgen.timing.driver import TimingOptions, time_records
 
 
-def resolve_dataset(dataset: str, out: str | None) -> tuple[Path, str | None]:
-    """A local dataset folder as it is, or a Hub dataset id downloaded (snapshot) into `out`; returns the
-    folder and the Hub id (None for a local folder)."""
+def require_dataset(dataset: str) -> None:
+    """UsageError (one line, before any work) unless DATASET is a dataset folder, or names none here and reads as a
+    Hub id ORG/NAME: a missing folder is named as missing."""
     path = Path(dataset).expanduser()
     if path.is_dir():
         if not (path / "README.md").is_file():
             raise UsageError(f"{path} is not a dataset folder (no README.md card)")
+    elif path.exists() or not REPO_ID.match(dataset):
+        raise UsageError(f"dataset folder {dataset} does not exist (nor is it a Hub id ORG/NAME)")
+
+
+def resolve_dataset(dataset: str, out: str | None) -> tuple[Path, str | None]:
+    """A local dataset folder as it is, or a Hub dataset id downloaded (snapshot) into `out`; returns the
+    folder and the Hub id (None for a local folder)."""
+    require_dataset(dataset)
+    path = Path(dataset).expanduser()
+    if path.is_dir():
         return path, None
-    if not REPO_ID.match(dataset):
-        raise UsageError(f"DATASET must be a dataset folder or a Hub id ORG/NAME, got {dataset!r}")
     from huggingface_hub import snapshot_download
 
     target = Path(out or Path("data") / "retime" / dataset.replace("/", "__"))
@@ -38,7 +46,8 @@ def resolve_dataset(dataset: str, out: str | None) -> tuple[Path, str | None]:
         snapshot_download(repo_id=dataset, repo_type="dataset", local_dir=str(target))
     except Exception as error:  # network, auth, missing repo: huggingface_hub raises many types
         first = (str(error).strip().splitlines() or [""])[0][:300]
-        raise UsageError(f"cannot download {dataset} ({type(error).__name__}: {first})") from None
+        raise UsageError(f"no dataset folder {dataset} here, and it cannot be downloaded as a Hub id "
+                         f"({type(error).__name__}: {first})") from None
     return target, dataset
 
 

@@ -25,12 +25,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from opgen.analysis.rows import read_task_rows  # noqa: E402
 from opgen.records import task_id  # noqa: E402
 from opgen.sample.render import render  # noqa: E402
 from opgen.sample.sampler import graph_from_json  # noqa: E402
 from opgen.taskcode.dtypes import DEFAULT_DTYPE, DTYPES  # noqa: E402
 from opgen.vocab import cached_vocabulary  # noqa: E402
-from scripts.analysis.task_rows import read_task_rows  # noqa: E402
 
 
 def twin(task: dict, dtype: str, vocab=None) -> dict:

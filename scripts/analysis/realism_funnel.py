@@ -1,97 +1,15 @@
-"""Where a build's realistic compositions go: for each fate of its candidates (published, rejected at a stage for a
-reason, not yet judged), how many there are and the share of their adjacent family pairs that real models have
-(the composition prior), beside all candidates drawn and those dedup kept (docs/composition.md, "What survives").
+"""`opgen profile --realism` at the path docs/benchmarks.md records: the share of real-model family pairs among
+a build's candidates, by fate (opgen/analysis/realism.py).
 
-    python scripts/analysis/realism_funnel.py RUN_DIR [--json OUT.json] [--composition-prior PRIOR.json]
-    python scripts/analysis/realism_funnel.py STATE_FILE ...     (a build's --save-state file: read from its archive)
+    python scripts/analysis/realism_funnel.py RUN_DIR|STATE [--composition-prior PRIOR.json] [--json OUT.json]
 """
 
-from __future__ import annotations
-
-import argparse
-import json
 import sys
-import tempfile
-from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from opgen.errors import UsageError  # noqa: E402
-from opgen.jsonl import read_jsonl, require_writable  # noqa: E402
-from opgen.pipeline.rundir import RunDir  # noqa: E402
-from opgen.publish.family_mix import prior_pair_share, task_families  # noqa: E402
-from opgen.vocab.prior import CompositionPrior, load_prior  # noqa: E402
-from scripts.analysis.run_source import add_run_arguments, run_folder  # noqa: E402
-
-DRAWN, KEPT_BY_DEDUP, PUBLISHED, PENDING = "drawn", "kept by dedup", "published", "not yet judged"
-
-
-def candidate_fates(run: RunDir) -> dict[str, list[list[str]]]:
-    """Family chains by fate: every candidate of the run's shards under `drawn`, then under exactly one of
-    `published`, `STAGE: REASON` (its rejection) or `not yet judged`; those dedup kept also under `kept by dedup`."""
-    import pyarrow.parquet as pq
-
-    published = set(pq.read_table(run.tasks_path, columns=["id"]).column("id").to_pylist()) \
-        if run.tasks_path.is_file() else set()
-    # exact duplicates share an id: a rejection is the candidate's by its sample index
-    rejected = {(row["id"], row.get("sample_index")): f"{row['stage']}: {row['reason']}"
-                for row in read_jsonl(run.rejected_path)} if run.rejected_path.is_file() else {}
-    fates: dict[str, list[list[str]]] = defaultdict(list)
-    for shard in sorted(path for path in (run.root / "shards").glob("*") if path.is_dir()):
-        for row in run.rows(shard, "candidates"):
-            chain = task_families(row)
-            fate = rejected.get((row["id"], row.get("sample_index")))
-            fate = fate or (PUBLISHED if row["id"] in published else PENDING)
-            fates[DRAWN].append(chain)
-            fates[fate].append(chain)
-            if not fate.startswith("dedup:"):
-                fates[KEPT_BY_DEDUP].append(chain)
-    return fates
-
-
-def realism_table(fates: dict[str, list[list[str]]], prior: CompositionPrior) -> list[dict]:
-    """One row per fate: candidates, adjacent pairs real models have, all adjacent pairs, their share; the drawn
-    and kept rows first, then the rest by size."""
-    order = [DRAWN, KEPT_BY_DEDUP, PUBLISHED] + sorted(
-        (fate for fate in fates if fate not in (DRAWN, KEPT_BY_DEDUP, PUBLISHED)), key=lambda f: -len(fates[f]))
-    rows = []
-    for fate in (fate for fate in order if fate in fates):
-        real, pairs = prior_pair_share(fates[fate], prior)
-        rows.append({"fate": fate, "candidates": len(fates[fate]), "real_pairs": real, "pairs": pairs,
-                     "real_share": round(real / pairs, 4) if pairs else None})
-    return rows
-
-
-def markdown(rows: list[dict]) -> str:
-    lines = ["| candidates | how many | adjacent family pairs | of them in real models |", "|---|---:|---:|---:|"]
-    for row in rows:
-        share = f"{100 * row['real_share']:.1f}%" if row["real_share"] is not None else "—"
-        lines.append(f"| {row['fate']} | {row['candidates']:,} | {row['pairs']:,} | {share} |")
-    return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_run_arguments(parser, "also write the table here")
-    parser.add_argument("--composition-prior", default=None, help="prior file (default: the shipped one)")
-    args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory() as scratch:
-        try:
-            if args.json is not None:
-                require_writable(args.json, "--json")
-            run = RunDir(run_folder(args.run_dir, Path(scratch), with_outputs=True))
-            if not (run.root / "config.json").is_file():
-                raise UsageError(f"{args.run_dir} is not an opgen run folder (no config.json)")
-        except UsageError as error:
-            print(f"error: {error}", file=sys.stderr)
-            return 2
-        rows = realism_table(candidate_fates(run), load_prior(args.composition_prior))
-    print(markdown(rows))
-    if args.json is not None:
-        args.json.write_text(json.dumps(rows, indent=1))
-    return 0
-
+from opgen.cli import main  # noqa: E402
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(["profile", "--realism", *sys.argv[1:]]))

@@ -118,7 +118,7 @@ for name in names:
       say "compare_builds rc=$?"; head -n 40 "$OUT/compare_builds.txt" >> "$OUT/summary.txt"
       tar czf "$OUT/oldnew.tar.gz" -C "$WORK" "new$N_OLD" "old$N_OLD" 2>/dev/null ;;
     new) build "new$N_OLD" "$N_OLD" "$NEW_S"; tar czf "$OUT/new$N_OLD.tar.gz" -C "$WORK" "new$N_OLD" 2>/dev/null
-      python3 scripts/analysis/run_profile.py "$WORK/new$N_OLD" 2>&1 | python3 -c "
+      python3 -m opgen profile "$WORK/new$N_OLD" 2>&1 | python3 -c "
 import json, sys
 figures = json.load(sys.stdin)['execute']
 print('execute: worker processes', figures.get('worker_processes'), '| memory_retry', figures.get('memory_retry'),

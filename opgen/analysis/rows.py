@@ -14,8 +14,14 @@ def read_task_rows(path: Path, config: str = "default") -> list[dict]:
     if path.is_dir():
         import datasets
 
-        # read again, not from datasets' cache, which a rebuilt folder of the same name and sizes would hit
-        return datasets.load_dataset(str(path), config, split="train", download_mode="force_redownload").to_list()
+        shown = datasets.is_progress_bar_enabled()
+        datasets.disable_progress_bars()   # a check's output is its table, not the loader's progress
+        try:
+            # read again, not from datasets' cache, which a rebuilt folder of the same name and sizes would hit
+            return datasets.load_dataset(str(path), config, split="train", download_mode="force_redownload").to_list()
+        finally:
+            if shown:
+                datasets.enable_progress_bars()
     if path.suffix == ".parquet":
         import pyarrow.parquet as pq
 

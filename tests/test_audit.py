@@ -1,19 +1,16 @@
-"""scripts/analysis/card_claims.py: a published set's card claims checked from its rows, each failure named."""
+"""`opgen audit`: a published set's card claims checked from its rows, each failure named; --families."""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "analysis"))
-from card_claims import main  # noqa: E402
-
-from opgen.pipeline.rounds import quotas  # noqa: E402
-from opgen.records import dataset_table  # noqa: E402
-from opgen.sample.sampler import DEFAULT_MIX, sample_records  # noqa: E402
+from opgen.cli import main
+from opgen.pipeline.rounds import quotas
+from opgen.records import dataset_table
+from opgen.sample.sampler import DEFAULT_MIX, sample_records
 
 RELU = "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n"
 
@@ -36,11 +33,15 @@ def _clean_rows(n: int) -> list[dict]:
     return [{**row, "data_source": source} for row, source in zip(rows[:n], sources, strict=True)]
 
 
-def _claims(path: Path, tmp_path: Path, *extra: str) -> tuple[int, dict[str, dict]]:
+def _reference(tmp_path: Path) -> Path:
     reference = tmp_path / "kb.jsonl"
     reference.write_text(json.dumps({"level": 1, "problem_id": 19, "name": "19_ReLU.py", "code": RELU}) + "\n")
+    return reference
+
+
+def _claims(path: Path, tmp_path: Path, *extra: str) -> tuple[int, dict[str, dict]]:
     out = tmp_path / f"{path.name}.json"
-    status = main([str(path), "--reference", str(reference), "--json", str(out), *extra])
+    status = main(["audit", str(path), "--reference", str(_reference(tmp_path)), "--json", str(out), *extra])
     return status, {claim["claim"].split(" (")[0]: claim for claim in json.loads(out.read_text())}
 
 
@@ -79,12 +80,23 @@ def test_a_cpu_build_is_not_held_to_the_gpu_window(tmp_path):
     assert status == 0 and window["holds"] and window["found"] == "0 outside; 3 rows not timed on a GPU"
 
 
+def test_families_adds_the_family_mix_after_the_claims(tmp_path, capsys):
+    clean = _folder(tmp_path / "clean", _clean_rows(4))
+    assert main(["audit", str(clean), "--reference", str(_reference(tmp_path)), "--families", "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    claims, families = out.split("\n\n", 1)
+    assert claims.startswith(f"{clean} (default): 4 rows\n| claim | found | holds |")
+    assert families.startswith(f"{clean}: 4 tasks\ndistinct families: ")
+    assert "family-signature matches with KernelBench levels 1-3 (1 problems): 0" in families
+    assert "| # | family (these tasks) | tasks | share |" in families and "| 4 |" not in families
+
+
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
-    assert main([str(tmp_path / "missing")]) == 2
+    assert main(["audit", str(tmp_path / "missing")]) == 2
     clean = _folder(tmp_path / "clean", _clean_rows(3))
-    assert main([str(clean), "--reference", str(tmp_path / "no-kb.jsonl")]) == 2
-    assert main([str(clean), "--json", "/proc/no/claims.json"]) == 2       # before any work
+    assert main(["audit", str(clean), "--reference", str(tmp_path / "no-kb.jsonl")]) == 2
+    assert main(["audit", str(clean), "--json", "/proc/no/claims.json"]) == 2       # before any work
     err = capsys.readouterr().err.splitlines()
-    assert err[0].startswith("error: no dataset at") and err[1] == f"error: KernelBench reference not found: " \
-        f"{tmp_path / 'no-kb.jsonl'}"
-    assert err[2].startswith("error: cannot write --json /proc/no/claims.json") and len(err) == 3
+    assert err[0] == f"opgen: error: DATASET {tmp_path / 'missing'} does not exist"
+    assert err[1] == f"opgen: error: KernelBench reference not found: {tmp_path / 'no-kb.jsonl'}"
+    assert err[2].startswith("opgen: error: cannot write --json /proc/no/claims.json") and len(err) == 3

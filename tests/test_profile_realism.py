@@ -1,19 +1,16 @@
-"""scripts/analysis/realism_funnel.py: the share of real-model family pairs among a build's candidates, by fate."""
+"""`opgen profile --realism`: the share of real-model family pairs among a build's candidates, by fate."""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "analysis"))
-from realism_funnel import main  # noqa: E402
-
-from opgen.jsonl import write_jsonl  # noqa: E402
-from opgen.pipeline.rundir import RunDir  # noqa: E402
+from opgen.cli import main
+from opgen.jsonl import write_jsonl
+from opgen.pipeline.rundir import RunDir
 
 REAL = ["conv2d", "batch_norm", "relu"]          # conv2d → batch_norm → relu: two pairs real models have
 UNSEEN = ["gru", "cosine_similarity"]            # a pair no model of the prior has
@@ -40,9 +37,10 @@ def _run(root: Path) -> RunDir:
 def test_each_candidate_counts_once_under_its_fate_and_under_what_dedup_kept(tmp_path, capsys):
     run = _run(tmp_path / "run")
     out = tmp_path / "realism.json"
-    assert main([str(run.root), "--json", str(out)]) == 0
-    rows = {row["fate"]: row for row in json.loads(out.read_text())}
-    assert [row["fate"] for row in json.loads(out.read_text())][:3] == ["drawn", "kept by dedup", "published"]
+    assert main(["profile", str(run.root), "--realism", "--json", str(out)]) == 0
+    table = json.loads(out.read_text())["realism"]
+    rows = {row["fate"]: row for row in table}
+    assert [row["fate"] for row in table][:3] == ["drawn", "kept by dedup", "published"]
     assert rows["drawn"] == {"fate": "drawn", "candidates": 5, "real_pairs": 6, "pairs": 9, "real_share": 0.6667}
     assert (rows["published"]["candidates"], rows["published"]["real_share"]) == (1, 1.0)
     assert (rows["dedup: duplicate"]["candidates"], rows["dedup: contaminated"]["candidates"]) == (1, 1)
@@ -54,9 +52,9 @@ def test_each_candidate_counts_once_under_its_fate_and_under_what_dedup_kept(tmp
 
 
 def test_neither_a_run_folder_nor_a_state_is_one_line(tmp_path, capsys):
-    assert main([str(tmp_path / "missing")]) == 2
-    assert main([str(tmp_path)]) == 2
-    assert main([str(_run(tmp_path / "run").root), "--json", "/proc/no/realism.json"]) == 2
+    assert main(["profile", str(tmp_path / "missing"), "--realism"]) == 2
+    assert main(["profile", str(tmp_path), "--realism"]) == 2
+    assert main(["profile", str(_run(tmp_path / "run").root), "--realism", "--json", "/proc/no/realism.json"]) == 2
     err = capsys.readouterr().err.splitlines()
-    assert err[0].startswith("error: no run folder or build state at") and "no config.json" in err[1]
-    assert err[2].startswith("error: cannot write --json /proc/no/realism.json") and len(err) == 3
+    assert err[0] == f"opgen: error: RUN {tmp_path / 'missing'} does not exist" and "no config.json" in err[1]
+    assert err[2].startswith("opgen: error: cannot write --json /proc/no/realism.json") and len(err) == 3

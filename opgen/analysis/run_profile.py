@@ -1,0 +1,228 @@
+"""Where a build's worker time went, from its run folder (finished or not): the figures of docs/benchmarks.md's
+device sections, read the same way every time (`opgen profile RUN [--compare OTHER] [--since EARLIER]`).
+
+Execute stage (finished shards): candidates executed, how many passed the checks (and, of those, how many wait in
+shards not yet timed), the worker processes that ran them and the mean seconds of each one's first task against its
+later ones, each check's seconds per candidate it saw (from the shards' `execute.done` funnels; the `sandbox` stage
+is the worker's time outside the checks), the workers' CPU and lock-wait shares (`worker_cpu_s`,
+`worker_lock_wait_s` over `worker_s`), and rejections for GPU memory by stage. Timing stage: tasks timed and how
+many fell inside the window, means of a task's wall, lock wait, exclusive window, the rest, and its CPU seconds,
+the compile's seconds and its autotuning's wait for the lock, the share of compiles inductor's cache gave (the
+compile check's, on the same machine), the shares of the exclusive hold that the profiler's calls and the trials
+take (from each task's medians and trial counts), and the ceiling those holds set: tasks into the window a minute if
+they filled one GPU and nothing else ran on it; free GPU memory at the window; how many tasks' event times exceed the
+profiler's device time by 1.1x and 1.5x.
+Window: the timed tasks the runtime window rejected, below and above it, and for cuts on the sampler's estimate
+(`estimated_gpu_ms`) how many below-window timings each would spare and how many in-window tasks it would lose.
+`--compare` prints, for the tasks both run folders timed, each timing figure's mean in both and the median ratio.
+`--since` (an earlier run folder or state of the same build) counts only the shards each stage finished after it: the
+figures of one run of a build that moves between machines (`passed_not_yet_timed` stays the whole build's).
+Rates: the build's wall seconds (every invocation's, from `logs/clock.json`; with `--since`, those after the earlier
+folder's) and, over them, candidates executed, passed, timed and timed into the window a minute.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import Counter
+from pathlib import Path
+
+from filters.window import DEFAULT_WINDOW_MS
+from opgen.pipeline.report import seconds_share
+from opgen.pipeline.rundir import RunDir
+from opgen.sandbox.pool import is_out_of_memory
+from opgen.timing.trials import PROFILER_ITERS, PROFILER_WARMUPS, SETTLE_WARMUPS
+
+TIMING_FIGURES = ("timing_wall_s", "setup_s", "warmup_s", "warmup_lock_wait_s", "lock_wait_s", "timed_s", "rest_s", "timing_cpu_s",
+                  "compile_s", "compile_lock_wait_s", "profile_read_s")
+
+
+def shard_folders(run: RunDir) -> list[Path]:
+    return sorted(path for path in (run.root / "shards").glob("*") if path.is_dir())
+
+
+def finished_shards(run: RunDir, stage: str) -> set[str]:
+    """The names of the shards whose `stage` has finished."""
+    return {folder.name for folder in shard_folders(run) if run.done(folder, stage) is not None}
+
+
+def execute_profile(run: RunDir, skip: set[str] = frozenset()) -> dict:
+    """Per-candidate check seconds, CPU and lock-wait shares, GPU memory (peaks, retries, rejections) of the finished
+    execute shards, less those named in `skip`."""
+    seconds: Counter = Counter()
+    seen: Counter = Counter()
+    lines: list[dict] = []
+    untimed = 0   # passed candidates of shards whose timing has not finished
+    for folder in shard_folders(run):
+        marker = run.done(folder, "execute")
+        if marker is None:
+            continue
+        shard = run.rows(folder, "execute")
+        if run.done(folder, "timing") is None:
+            untimed += sum(1 for line in shard if line["keep"])
+        if folder.name in skip:
+            continue
+        for name, stage in marker["funnel"].get("stages", {}).items():
+            seconds[name] += stage["seconds"]
+            seen[name] += stage["seen"]
+        lines += shard
+    wall = sum(line.get("worker_s") or 0.0 for line in lines)
+    timed = sum(1 for line in lines if line.get("worker_s"))
+    memory = Counter(line.get("stage") for line in lines if not line["keep"] and is_out_of_memory(line.get("detail")))
+    return {"candidates": len(lines), "passed": sum(1 for line in lines if line["keep"]),
+            "passed_not_yet_timed": untimed, **first_tasks(lines),
+            "check_s_per_candidate_seen": {name: round(total / seen[name], 3) for name, total in seconds.items()
+                                           if seen[name]},
+            "worker_s_mean": round(wall / timed, 3) if timed else None,
+            "cpu_share": seconds_share(lines, "worker_cpu_s", "worker_s"),
+            "lock_wait_share": seconds_share(lines, "worker_lock_wait_s", "worker_s"),
+            "out_of_memory": dict(memory),
+            # candidates judged on a second try after running short of GPU memory: in a kept worker, or a fresh one
+            "memory_retry": dict(Counter(line["memory_retry"] for line in lines if line.get("memory_retry"))),
+            "gpu_peak_mb": peak_memory(lines)}
+
+
+def peak_memory(lines: list[dict]) -> dict:
+    """The checks' peak GPU memory per candidate (`gpu_peak_mb`, CUDA only): median, 90th percentile, largest,
+    and the sum of the twelve largest (what twelve workers would hold if the largest met)."""
+    peaks = sorted(line["gpu_peak_mb"] for line in lines if line.get("gpu_peak_mb") is not None)
+    if not peaks:
+        return {}
+    return {"candidates": len(peaks), "median": peaks[len(peaks) // 2], "p90": peaks[int(0.9 * (len(peaks) - 1))],
+            "max": peaks[-1], "largest_12_sum": sum(peaks[-12:])}
+
+
+def first_tasks(lines: list[dict]) -> dict:
+    """Worker processes, and the mean wall and CPU seconds of each one's first task against its later ones (a
+    first task pays for the worker's imports and first compile; many workers mean many were replaced)."""
+    numbered = [line for line in lines if line.get("worker_task")]   # verdict lines from before this was kept lack it
+    if not numbered:
+        return {}
+    first = [line for line in numbered if line["worker_task"] == 1]
+    later = [line for line in numbered if line["worker_task"] > 1]
+    return {"worker_processes": len({line["worker_pid"] for line in numbered}),
+            "first_task_worker_s_mean": _mean([line.get("worker_s") for line in first]),
+            "first_task_cpu_s_mean": _mean([line.get("worker_cpu_s") for line in first]),
+            "later_task_worker_s_mean": _mean([line.get("worker_s") for line in later]),
+            "later_task_cpu_s_mean": _mean([line.get("worker_cpu_s") for line in later])}
+
+
+def timed_records(run: RunDir, skip: set[str] = frozenset()) -> dict[str, dict]:
+    """The timed records of the finished timing shards (less those named in `skip`), by id, with `rest_s` (wall
+    less lock wait and window)."""
+    records = {}
+    for folder in shard_folders(run):
+        if run.done(folder, "timing") is None or folder.name in skip:
+            continue
+        in_window = {line["id"]: line["keep"] for line in run.rows(folder, "timing")}
+        for record in run.rows(folder, "timed"):
+            record["in_window"] = in_window.get(record["id"])
+            parts = [record.get(key) for key in ("timing_wall_s", "lock_wait_s", "timed_s")]
+            rest = parts[0] - parts[1] - parts[2] if all(part is not None for part in parts) else None
+            records[record["id"]] = {**record, "rest_s": rest}
+    return records
+
+
+def _mean(values: list) -> float | None:
+    present = [value for value in values if value is not None]
+    return round(statistics.mean(present), 3) if present else None
+
+
+def timing_profile(records: dict[str, dict]) -> dict:
+    """Means of the timing figures, free GPU memory, and events against profiler device time."""
+    rows = list(records.values())
+    free = [r["gpu_free_gb"] for r in rows if r.get("gpu_free_gb") is not None]
+    ratios = [r["eager_ms"] / (r["eager_device_us"] / 1e3) for r in rows if r.get("eager_ms") and r.get("eager_device_us")]
+    memory = sum(1 for r in rows if is_out_of_memory(r.get("timing_error")))
+    hits = [r["compile_cache_hit"] for r in rows if r.get("compile_cache_hit") is not None]
+    return {"tasks": len(rows), "in_window": sum(1 for r in rows if r.get("in_window")),
+            "compile_cache_hit_share": round(sum(hits) / len(hits), 3) if hits else None, **hold_parts(rows),
+            "in_window_per_min_ceiling": hold_ceiling(rows),
+            **{f"{key}_mean": _mean([r.get(key) for r in rows]) for key in TIMING_FIGURES},
+            "gpu_free_gb_median": round(statistics.median(free), 2) if free else None,
+            "gpu_free_gb_min": round(min(free), 2) if free else None,
+            "events_over_device_1.1x": sum(1 for ratio in ratios if ratio > 1.1),
+            "events_over_device_1.5x": sum(1 for ratio in ratios if ratio > 1.5), "out_of_memory": memory}
+
+
+def rate_profile(execute: dict, timing: dict, wall_s: float) -> dict:
+    """The stages' counts a minute over `wall_s` seconds (None when no time passed)."""
+    def per_min(count: int) -> float | None:
+        return round(60 * count / wall_s, 1) if wall_s > 0 else None
+
+    return {"wall_s": round(wall_s, 1), "executed_per_min": per_min(execute["candidates"]),
+            "passed_per_min": per_min(execute["passed"]), "timed_per_min": per_min(timing["tasks"]),
+            "in_window_per_min": per_min(timing["in_window"])}
+
+
+def hold_parts(rows: list[dict]) -> dict:
+    """The shares of the exclusive hold (`timed_s`) that the profiler's calls and the trials with their settle calls
+    take, from each task's medians and trial counts (eager and compiled), over the tasks that have them all."""
+    keys = ("timed_s", "eager_ms", "compile_ms", "eager_ms_count", "compile_ms_count")
+    full = [r for r in rows if all(r.get(key) for key in keys)]
+    hold = sum(r["timed_s"] for r in full)
+    if not hold:
+        return {"hold_profiler_share": None, "hold_trials_share": None}
+    profiler = sum((PROFILER_WARMUPS + PROFILER_ITERS) * (r["eager_ms"] + r["compile_ms"]) / 1e3 for r in full)
+    trials = sum(((r["eager_ms_count"] + SETTLE_WARMUPS) * r["eager_ms"]
+                  + (r["compile_ms_count"] + SETTLE_WARMUPS) * r["compile_ms"]) / 1e3 for r in full)
+    return {"hold_profiler_share": round(profiler / hold, 3), "hold_trials_share": round(trials / hold, 3)}
+
+
+def hold_ceiling(rows: list[dict]) -> float | None:
+    """Tasks a minute into the window that one GPU could time if the exclusive holds filled it and nothing else ran
+    on it: the window's tasks over the summed holds of every task timed (those the window rejected held it too)."""
+    hold = sum(r.get("timed_s") or 0.0 for r in rows)
+    return round(60 * sum(1 for r in rows if r.get("in_window")) / hold, 1) if hold else None
+
+
+ESTIMATE_CUTS_MS = (1.1, 1.2, 1.5, 2.0)
+
+
+def window_profile(records: dict[str, dict], window_ms: tuple[float, float]) -> dict:
+    """The timed tasks the window rejected (below it, above it), the sampler's estimate of those below, and what a
+    cut on the estimate would have done: the below-window timings it spares and the in-window tasks it loses."""
+    rows = list(records.values())
+    below = [r for r in rows if not r.get("in_window") and r.get("eager_ms") is not None and r["eager_ms"] < window_ms[0]]
+    above = [r for r in rows if not r.get("in_window") and r.get("eager_ms") is not None and r["eager_ms"] > window_ms[1]]
+    kept = [r for r in rows if r.get("in_window")]
+
+    def estimated_below(group: list[dict], cut: float) -> int:
+        return sum(1 for r in group if r.get("estimated_gpu_ms") is not None and r["estimated_gpu_ms"] < cut)
+
+    estimates = [r["estimated_gpu_ms"] for r in below if r.get("estimated_gpu_ms") is not None]
+    return {"below": len(below), "above": len(above),
+            "below_estimate_ms_median": round(statistics.median(estimates), 3) if estimates else None,
+            "estimate_cut_spares_loses": {str(cut): [estimated_below(below, cut), estimated_below(kept, cut)]
+                                          for cut in ESTIMATE_CUTS_MS}}
+
+
+def compare(mine: dict[str, dict], other: dict[str, dict]) -> dict:
+    """For the tasks both runs timed: each figure's mean in both, and the median ratio this run / the other."""
+    common = sorted(set(mine) & set(other))
+    result: dict = {"tasks": len(common)}
+    for key in (*TIMING_FIGURES, "eager_ms", "compile_ms"):
+        pairs = [(mine[i][key], other[i][key]) for i in common if mine[i].get(key) and other[i].get(key)]
+        if pairs:
+            result[key] = {"this": _mean([a for a, _ in pairs]), "other": _mean([b for _, b in pairs]),
+                           "median_ratio": round(statistics.median(a / b for a, b in pairs), 3)}
+    return result
+
+
+def profile_figures(run_dir: Path, compare_dir: Path | None = None, since_dir: Path | None = None) -> dict:
+    """Every figure of the run folder `run_dir`: execute, timing, window and rates; with `since_dir` (an earlier
+    folder of the same build) only the shards finished after it, with `compare_dir` the same tasks' timings side by
+    side."""
+    run = RunDir(run_dir)
+    earlier = RunDir(since_dir) if since_dir is not None else None
+    executed = finished_shards(earlier, "execute") if earlier else set()
+    records = timed_records(run, finished_shards(earlier, "timing") if earlier else set())
+    window = json.loads((run.root / "config.json").read_text()).get("runtime_window_ms") or DEFAULT_WINDOW_MS
+    figures = {"execute": execute_profile(run, executed), "timing": timing_profile(records),
+               "window": window_profile(records, tuple(window))}
+    wall_s = run.recorded_seconds() - (earlier.recorded_seconds() if earlier else 0.0)
+    figures["rates"] = rate_profile(figures["execute"], figures["timing"], wall_s)
+    if compare_dir is not None:
+        figures["compare"] = compare(records, timed_records(RunDir(compare_dir)))
+    return figures
