@@ -14,6 +14,9 @@
 #   MODE=stop: end the background build (SIGTERM: it saves its state on the way out) and copy the state.
 #   MODE=restart: end it the same way and start it again here (with this call's BUILD_FLAGS), resuming from its run
 #     folder; then as MODE=hold. Two splits of the cores compared on one machine, one after the other.
+#   MODE=agree: end it the same way, time AGREE_N of its timed tasks drawn at random with the independent one-process
+#     timer (scripts/analysis/agreement.py, nothing else on the GPU) into $OUT/agreement.json, then start it again
+#     here and wait as MODE=hold (WAIT_S counts from the restart).
 #
 # Whichever call finds the build complete publishes it and leaves the folder as $OUT/$NAME.tar.gz. DTYPE=bf16 or fp16
 # builds in that precision (give it its own NAME). BUILD_FLAGS adds options to the build (for example
@@ -80,13 +83,19 @@ case "$MODE" in
     cp "$RUN/logs/build.log" "$OUT/run.log" 2>/dev/null
     publish_if_complete "$status"
     ;;
-  hold|stop|restart)
+  hold|stop|restart|agree)
     if [ "$MODE" != hold ] && running; then   # SIGTERM: the build saves its state on the way out
       pkill -TERM -f "^python3 -m opgen build .*--save-state $HOLD/$NAME.state"
       deadline=$((SECONDS + 120))
       while running && [ "$SECONDS" -lt "$deadline" ]; do sleep 2; done
     fi
-    if [ "$MODE" = restart ]; then
+    if [ "$MODE" = agree ]; then
+      running && { echo "the build did not stop in 120 s"; exit 2; }
+      python3 scripts/analysis/agreement.py "$RUN" "$OUT/agreement.json" --sample "${AGREE_N:-150}" --seed 0 \
+        > "$OUT/agreement.txt" 2>&1
+      echo "agreement rc=$?"; tail -n 40 "$OUT/agreement.txt"
+    fi
+    if [ "$MODE" = restart ] || [ "$MODE" = agree ]; then
       running && { echo "the build did not stop in 120 s"; exit 2; }
       rm -f "$HOLD/exit" "$HOLD/pid"; MODE=hold
     fi
@@ -110,7 +119,7 @@ case "$MODE" in
     echo "build: $status"
     [ "$status" != running ] && publish_if_complete "$status"
     ;;
-  *) echo "MODE must be once, hold, stop or restart, not $MODE"; exit 2 ;;
+  *) echo "MODE must be once, hold, stop, restart or agree, not $MODE"; exit 2 ;;
 esac
 [ "$MODE" = once ] && echo "build exit $status"
 echo "state: $(ls -l "$OUT/$NAME".state* 2>/dev/null | awk '{s += $5} END {print s}') bytes"
