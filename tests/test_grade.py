@@ -65,6 +65,14 @@ def test_corpus_solution_gets_its_reason(path, head):
         assert result["non_finite_values"] == 4 * 32 and result["detail"].startswith("published draw ")
 
 
+def test_every_timed_trial_runs_on_fresh_values():
+    """A solution that caches its output by a fingerprint of the input values pays its compute on every trial."""
+    path = CORPUS / "solutions" / "cheat_memo_by_value.py"
+    result = grade_file(path, headers(path), trials=5, min_trials=5)
+    assert result["correct"], result
+    assert result["speedup_eager"] < 0.2, result   # its kernel ran on every trial: many times the task's own work
+
+
 @pytest.mark.parametrize("task", ["linear_gelu", "matmul_scale"])
 def test_the_reference_itself_passes(task):
     result = opgen.grade(solution_code=reference_solution((TASKS / f"{task}.py").read_text()),

@@ -9,7 +9,12 @@ known to ±1%), and two changes for an untrusted callable, made for the referenc
   `elapsed_time`) are the ones this module captured when it was imported, before any solution loaded, so patching
   them changes nothing here (the guard reports the patch).
 
-The last timed call's output is kept, to be checked against the reference's."""
+- with `refill`, every trial runs on inputs of its own: `refill(trial)` writes a fresh draw's values into the input
+  tensors before the trial (outside the timed region, before the L2 flush), so a solution that caches its output
+  by a fingerprint of the input values (a hash, a sum) must compute each trial's for real.
+
+The last timed call's output is kept, with the trial it came from, to be checked against the reference's on that
+trial's inputs."""
 
 from __future__ import annotations
 
@@ -31,17 +36,20 @@ _ZERO = torch.Tensor.zero_
 
 @dataclass
 class Timed:
-    """The trial times of one callable (ms) and the output of its last call."""
+    """The trial times of one callable (ms), the output of its last call, and that call's trial (-1: a warm-up)."""
 
     samples: list[float]
     output: object
+    last_trial: int = -1
 
     def stats(self) -> dict:
         return summarize(self.samples)
 
 
-def timed_calls(fn: Callable, inputs: list, device: str, plan: TrialPlan) -> Timed:
-    """`plan.warmups` untimed calls, then trials until `plan.done`; see the module docstring."""
+def timed_calls(fn: Callable, inputs: list, device: str, plan: TrialPlan,
+                refill: Callable[[int], None] | None = None) -> Timed:
+    """`plan.warmups` untimed calls, then trials until `plan.done`, each on a fresh draw when `refill` is given; see
+    the module docstring."""
     cuda = device == "cuda"
     output = None
     with torch.no_grad():
@@ -50,17 +58,17 @@ def timed_calls(fn: Callable, inputs: list, device: str, plan: TrialPlan) -> Tim
         if cuda:
             _SYNCHRONIZE()
         samples: list[float] = []
-        if not cuda:
-            while not plan.done(samples):
-                output = None
+        flush = flush_buffer(torch) if cuda else None
+        start, end = (_EVENT(enable_timing=True), _EVENT(enable_timing=True)) if cuda else (None, None)
+        while not plan.done(samples):
+            output = None
+            if refill is not None:
+                refill(len(samples))
+            if not cuda:
                 started = _PERF_COUNTER()
                 output = fn(*inputs)
                 samples.append((_PERF_COUNTER() - started) * 1e3)
-            return Timed(samples, output)
-        flush = flush_buffer(torch)
-        start, end = _EVENT(enable_timing=True), _EVENT(enable_timing=True)
-        while not plan.done(samples):
-            output = None
+                continue
             _ZERO(flush)
             _SYNCHRONIZE()
             _RECORD(start)
@@ -69,4 +77,4 @@ def timed_calls(fn: Callable, inputs: list, device: str, plan: TrialPlan) -> Tim
             _RECORD(end)
             _SYNCHRONIZE()
             samples.append(_ELAPSED(start, end))
-    return Timed(samples, output)
+    return Timed(samples, output, len(samples) - 1 if samples else -1)

@@ -3,9 +3,9 @@
 The protocol, per input configuration and draw: the inputs are drawn with seeds apart from the published ones; the
 solution gets a fresh copy and runs first; the reference (at PyTorch's default settings, whatever the solution set)
 gets another fresh copy and runs after it, and its outputs are dropped before the solution's next call, so the
-expected tensor is never in memory while the solution runs. The solution is then timed, and checked again: its last
-timed output against the reference's on the same inputs, and a fresh draw written into the very tensors it was
-timed on. See docs/grading.md for each defence and the hack it stops."""
+expected tensor is never in memory while the solution runs. The solution is then timed, each trial on a fresh draw
+written into the same tensors, and checked again: its last timed output against the reference's on that trial's
+inputs, and a fresh draw written into the very tensors it was timed on. See docs/grading.md for each defence and the hack it stops."""
 
 from __future__ import annotations
 
@@ -286,27 +286,43 @@ class Grading:
     # -- timing --------------------------------------------------------------------------------------------------
 
     def time_and_recheck(self, config: InputConfig) -> None:
-        """Time solution, reference and compiled reference on one draw (the GPU's lock held alone), then check the
-        solution's last timed output, and a fresh draw in the tensors it was timed on."""
+        """Time solution, reference and compiled reference (the GPU's lock held alone), each trial on a fresh draw
+        written into the same tensors; then check the solution's last timed output against the reference's on that
+        trial's inputs, and a fresh draw in the tensors it was timed on."""
         payload = self.payload
         plan = TrialPlan(warmups=int(payload.get("warmups", 10)), max_trials=int(payload.get("trials", 100)),
                          min_trials=min(int(payload.get("min_trials", 10)), int(payload.get("trials", 100))))
         timed_draw, fresh_draw, compile_draw = self.draws, self.draws + 1, self.draws + 2
+        trial_draw = self.draws + 3   # trial k is drawn as draw trial_draw + k, for every callable timed
         compiled = self.compile_reference(config, compile_draw) if payload.get("compile_baseline") else None
         inputs = self.draw(config, timed_draw)
         candidate_inputs, reference_inputs = fresh(inputs), fresh(inputs)
+
+        def refill(targets: list) -> Callable[[int], None]:
+            def write(trial: int) -> None:
+                for target, value in zip(targets, self.draw(config, trial_draw + trial)):
+                    if isinstance(target, torch.Tensor):
+                        target.copy_(value)
+            return write
+
         with gpu_lock(self.lock):
             try:
-                solution = timed_calls(self.candidate, candidate_inputs, self.device, plan)
+                solution = timed_calls(self.candidate, candidate_inputs, self.device, plan, refill(candidate_inputs))
+            except Verdict:
+                raise
             except BaseException as error:  # noqa: BLE001 - the solution's failure while timed
                 raise Verdict("exec_error", f"while timed: {describe(error)}") from None
             self.check_guard()
             self.settings.restore()
             try:
-                eager = timed_calls(self.reference, reference_inputs, self.device, plan)
+                eager = timed_calls(self.reference, reference_inputs, self.device, plan, refill(reference_inputs))
                 compile_stats = None
                 if compiled is not None:
-                    compile_stats = timed_calls(compiled, fresh(inputs), self.device, plan).stats()
+                    compiled_inputs = fresh(inputs)
+                    compile_stats = timed_calls(compiled, compiled_inputs, self.device, plan,
+                                                refill(compiled_inputs)).stats()
+            except Verdict:
+                raise
             except Exception as error:  # noqa: BLE001 - it ran before the solution loaded: the solution broke it
                 raise Verdict("exec_error", f"the reference failed after the solution ran: {describe(error)}") from None
         self.check_guard()
@@ -314,10 +330,12 @@ class Grading:
             outputs = output_tensors(solution.output)
         except OutputFormatError as error:
             raise Verdict("mismatch_after_timing", f"output_format: {error}") from None
-        expected = output_tensors(eager.output)
         self.record_times(solution.stats(), eager.stats(), compile_stats, plan)
+        last = self.draw(config, trial_draw + solution.last_trial) if solution.last_trial >= 0 else inputs
         del solution, eager
-        self.judge_timed(outputs, candidate_inputs, expected, reference_inputs, inputs)
+        expected_inputs = fresh(last)
+        expected = self.call_reference(expected_inputs)   # the reference on the solution's last trial's inputs
+        self.judge_timed(outputs, candidate_inputs, expected, expected_inputs, last)
         del outputs, expected
         self.check_draw(config, fresh_draw, reused=candidate_inputs, after_timing=True)
 
