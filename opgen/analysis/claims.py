@@ -86,6 +86,14 @@ def claims(rows: list[dict], reference: str | None, n: int | None = None, seed: 
                        (f"{min(times):.2f}-{max(times):.2f} ms; " if times else "")
                        + f"{len(outside)} outside" + (f"; {untimed} rows not timed on a GPU" if untimed else ""),
                        not outside))
+    counts = Counter(row.get("held_out_count") for row in rows)
+    if any(count is not None for count in counts):
+        held = sum(c for count, c in counts.items() if count is not None and count >= 2)
+        found.append(Claim("held-out input configurations: tasks with 2 or more",
+                           f"{held} of {len(rows)} ({held / len(rows):.1%}); "
+                           + ", ".join(f"{c} with {count}" for count, c in sorted(counts.items(), key=lambda kv: -(kv[0] or -1))
+                                       if count is not None)
+                           + (f"; {counts[None]} not derived" if counts.get(None) else ""), None))
     chains = [family_signature(task_families(row)) for row in rows]
     found.append(Claim("distinct families, family chains",
                        f"{len({f for chain in chains for f in chain})}, {len(set(chains))}", None))
