@@ -30,9 +30,12 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from opgen.heldout.apply import add_held_out
+    from pathlib import Path
+
+    from opgen.heldout.apply import add_held_out, target_files
 
     require_existing(args.path, "PATH")
+    target_files(Path(args.path))   # a folder of neither kind is named before anything else is looked at
     if args.configs < 1:
         raise UsageError("--configs must be 1 or more")
     device, visible = chosen_device(args.device)
