@@ -108,6 +108,16 @@ def test_the_meta_screen_keeps_sizes_the_weights_fix_out():
     assert all(c["batch_size"] != 16 and c["height"] != 12 for c in configs)
 
 
+def test_sizes_that_only_change_together_are_varied_together():
+    code = LINEAR.replace("return self.linear(x)", "return self.linear(x) + self.linear(y)").replace(
+        "def forward(self, x):", "def forward(self, x, y):").replace(
+        "return [torch.randn(batch_size, features)]", "return [torch.randn(batch_size, features), torch.randn(rows, features)]"
+    ).replace("hidden = features * 2", "rows = 64")
+    assert free_sizes(code) == {"batch_size": 64, "rows": 64}
+    configs = candidate_configs(code, 2)
+    assert configs and all(c["batch_size"] == c["rows"] != 64 for c in configs)
+
+
 def test_the_task_at_a_configuration():
     code = sized_code(SCALED_BY_A_PARAMETER, {"batch_size": 3, "width": 5})
     assert "batch_size = 3" in code and "width = 5" in code and "height = 12" in code

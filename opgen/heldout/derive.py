@@ -50,7 +50,8 @@ class MetaScreen:
 def candidate_configs(code: str, limit: int) -> list[dict[str, int]]:
     """Up to `limit` configurations to validate, best first. Each free size is first varied on its own: odd if
     the forward takes it, else kept divisible as timed, else not varied at all; then configurations of those
-    that vary, each screened as a whole. Raises NoHeldOutSizes saying why there are none."""
+    that vary, each screened as a whole; failing those, configurations of every free size together, then of all
+    but one. Raises NoHeldOutSizes saying why there are none."""
     free = free_sizes(code)
     screen = MetaScreen(code)
     varying, aligned = {}, set()
@@ -61,9 +62,13 @@ def candidate_configs(code: str, limit: int) -> list[dict[str, int]]:
                 screen.runs({name: held_out_value(value, SCREEN_SCALE, aligned=True)}):
             varying[name] = value
             aligned.add(name)
-    if not varying:
-        raise NoHeldOutSizes(f"no free size ({', '.join(free)}) can change on its own: the forward's shapes fix them")
     configs = [config for config in scaled_configs(varying, aligned=frozenset(aligned)) if screen.runs(config)]
+    if not configs:   # sizes that only change together (one size for several dimensions that must match)
+        for together in [free, *({k: v for k, v in free.items() if k != name} for name in free)]:
+            configs = [config for config in scaled_configs(together) if together and screen.runs(config)]
+            if configs:
+                break
     if not configs:
-        raise NoHeldOutSizes(f"no configuration of {', '.join(varying)} passes the forward's shapes")
+        raise NoHeldOutSizes(f"no configuration of the free sizes ({', '.join(free)}) passes the forward's shapes, "
+                             f"alone or together")
     return configs[:limit]
