@@ -77,13 +77,11 @@ def _stop_on_sigterm(signum, frame) -> None:
 
 def _add_held_out(run_dir, device: str, sizing, gpus: int, progress: bool) -> None:
     """The held-out stage over the finished build's tasks, with every worker the machine was sized for."""
-    from opgen.heldout.apply import add_held_out
+    from opgen.heldout.apply import add_held_out, held_text
 
-    workers = sizing.workers + (sizing.timing_workers or 0) * gpus
-    summary = add_held_out(run_dir, device=device, workers=workers, memory_mb=sizing.memory_mb or None,
-                           progress=progress)
-    held = ", ".join(f"{tasks} with {count}" for count, tasks in sorted(summary["by_count"].items(), reverse=True))
-    print(f"held-out sizes: {held} (tasks by held-out configurations)", file=sys.stderr)
+    summary = add_held_out(run_dir, device=device, workers=sizing.every_worker(gpus),
+                           memory_mb=sizing.memory_mb or None, progress=progress)
+    print(f"held-out sizes: {held_text(summary)}", file=sys.stderr)
 
 
 def require_inputs(args) -> None:

@@ -32,7 +32,7 @@ def register(sub) -> None:
 def run(args) -> int:
     from pathlib import Path
 
-    from opgen.heldout.apply import add_held_out, target_files
+    from opgen.heldout.apply import add_held_out, held_text, target_files
 
     require_existing(args.path, "PATH")
     target_files(Path(args.path))   # a folder of neither kind is named before anything else is looked at
@@ -41,11 +41,10 @@ def run(args) -> int:
     device, visible = chosen_device(args.device)
     gpus = len(visible)
     sizing = size_for_machine(device, gpus, args.workers, None, args.memory_mb)
-    workers = sizing.workers + (sizing.timing_workers or 0) * gpus if args.workers is None else args.workers
+    workers = sizing.every_worker(gpus) if args.workers is None else args.workers
     summary = add_held_out(args.path, device=device, configs=args.configs, workers=workers, timeout_s=args.timeout,
                            memory_mb=sizing.memory_mb or None, seed=args.seed, again=args.again,
                            progress=not args.no_progress)
-    held = ", ".join(f"{tasks} with {count}" for count, tasks in sorted(summary["by_count"].items(), reverse=True))
     verb = "held-out sizes" if summary["ran"] else "held-out sizes already there (--again derives them again)"
-    print(f"{summary['tasks']} tasks on {device}, {verb}: {held}")
+    print(f"{summary['tasks']} tasks on {device}, {verb}: {held_text(summary)}")
     return 0

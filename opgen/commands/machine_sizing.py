@@ -31,6 +31,10 @@ class Sizing:
     memory_mb: int
     note: str
 
+    def every_worker(self, gpus: int) -> int:
+        """Sandbox and timing workers together: what a stage that has the machine to itself runs (held-out sizes)."""
+        return self.workers + (self.timing_workers or 0) * gpus
+
 
 def size_for_machine(device: str, gpu_count: int, workers: int | None, timing_workers: int | None,
                      memory_mb: int | None) -> Sizing:

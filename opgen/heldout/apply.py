@@ -11,8 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from opgen.errors import UsageError
-from opgen.heldout.stage import DEFAULT_CONFIGS, HELD_OUT_COLUMNS, finish_log, held_out_columns
-from opgen.publish.heldout_section import SECTION_END, SECTION_START, held_out_section
+from opgen.heldout.stage import DEFAULT_CONFIGS, HELD_OUT_COLUMNS, held_out_columns, stage_log
+from opgen.publish.heldout_section import SECTION_END, SECTION_START, held_out_counts, held_out_section
 from opgen.records import DATASET_SCHEMA
 
 LOG_NAME = ".held-out.jsonl"
@@ -48,7 +48,8 @@ def add_held_out(path: str | Path, *, device: str = "cpu", configs: int = DEFAUL
         lines = [row for t in tables for row in t.select(list(HELD_OUT_COLUMNS)).to_pylist()]
         return {**_counts(lines), "reused": len(lines), "ran": False}
     log_path = path / LOG_NAME
-    lines, reused = held_out_columns(rows, log_path=log_path, device=device, configs=configs, workers=workers,
+    chunk_log = stage_log(log_path, rows, device, configs, seed)
+    lines, reused = held_out_columns(rows, chunk_log=chunk_log, device=device, configs=configs, workers=workers,
                                      timeout_s=timeout_s, memory_mb=memory_mb, seed=seed, progress=progress)
     start = 0
     for file, table in zip(files, tables):
@@ -57,15 +58,17 @@ def add_held_out(path: str | Path, *, device: str = "cpu", configs: int = DEFAUL
         _write_with_columns(file, table, part)
     if card is not None:   # a dataset folder keeps no log; a run folder keeps it, should its tasks be written again
         _update_card(path, card, [row for f in files for row in pq.read_table(f).to_pylist()])
-        finish_log(log_path, rows, device, configs, seed)
+        chunk_log.finish()
     return {**_counts(lines), "reused": reused, "ran": True}
 
 
 def _counts(lines: list[dict]) -> dict:
-    by_count: dict[int, int] = {}
-    for line in lines:
-        by_count[line["held_out_count"] or 0] = by_count.get(line["held_out_count"] or 0, 0) + 1
-    return {"tasks": len(lines), "by_count": dict(sorted(by_count.items()))}
+    return {"tasks": len(lines), "by_count": held_out_counts(lines)}
+
+
+def held_text(summary: dict) -> str:
+    """`add_held_out`'s summary in words: tasks by configurations held, most first."""
+    return ", ".join(f"{tasks} with {count}" for count, tasks in sorted(summary["by_count"].items(), reverse=True))
 
 
 def _write_with_columns(file: Path, table: pa.Table, lines: list[dict]) -> None:

@@ -20,7 +20,6 @@ class MetaScreen:
     def __init__(self, code: str):
         self.namespace: dict = {"__name__": "opgen_task"}
         exec(compile(code, "<task>", "exec"), self.namespace)  # noqa: S102 - inside the sandbox worker
-        self.timed = {}
         self.model = None
         try:
             with torch.device("meta"):

@@ -20,16 +20,26 @@ EXTRA_TRIES = 2          # candidates tried beyond those, to replace configurati
 CHUNK = 32               # tasks per logged chunk: what a killed run loses at most
 
 
-def held_out_columns(records: list[dict], *, log_path: str | Path, device: str = "cpu",
+def stage_log(log_path: str | Path, records: list[dict], device: str, configs: int, seed: int) -> ChunkLog:
+    """The stage's log of finished chunks (`log_path`.partial), for these records and options only."""
+    identity = inputs_identity(records, command="heldout", device=device, configs=configs, seed=seed)
+    return ChunkLog(log_path, identity)
+
+
+def _pool(device: str, workers: int, timeout_s: float, memory_mb: int | None) -> tuple[SandboxPool, int]:
+    """The stage's sandbox workers (spread over the visible GPUs) and the CPU threads each gets."""
+    threads = max(1, (os.cpu_count() or 1) // max(1, workers))
+    return SandboxPool(workers, timeout_s, memory_mb, slot_envs=gpu_slot_envs(device), threads=threads), threads
+
+
+def held_out_columns(records: list[dict], *, chunk_log: ChunkLog, device: str = "cpu",
                      configs: int = DEFAULT_CONFIGS, workers: int = 2, timeout_s: float = 600.0,
                      memory_mb: int | None = 4096, seed: int = 0, progress: bool = True) -> tuple[list[dict], int]:
     """The three held-out columns for each record (`id`, `code`), in input order, and how many records were
-    reused from an earlier, interrupted run (`log_path`.partial; removed by `finish_log` once written out)."""
-    identity = inputs_identity(records, command="heldout", device=device, configs=configs, seed=seed)
-    chunk_log = ChunkLog(log_path, identity)
-    threads = max(1, (os.cpu_count() or 1) // max(1, workers))
+    reused from an interrupted run's `chunk_log` (`stage_log`; the caller finishes it once the columns are out)."""
     faults = ErrorRun()
-    with SandboxPool(workers, timeout_s, memory_mb, slot_envs=gpu_slot_envs(device), threads=threads) as pool:
+    pool, threads = _pool(device, workers, timeout_s, memory_mb)
+    with pool:
         def process(chunk: list[dict]) -> tuple[list[dict], None]:
             payloads = [{"code": r["code"], "id": r.get("id"), "device": device, "seed": seed, "configs": configs,
                          "tries": configs + EXTRA_TRIES, "threads": threads} for r in chunk]
@@ -39,12 +49,6 @@ def held_out_columns(records: list[dict], *, log_path: str | Path, device: str =
 
         lines, _, reused = run_in_chunks(records, CHUNK, process, chunk_log, "held-out sizes", progress=progress)
     return lines, reused
-
-
-def finish_log(log_path: str | Path, records: list[dict], device: str, configs: int, seed: int) -> None:
-    """Remove the stage's chunk log once its columns are written out."""
-    identity = inputs_identity(records, command="heldout", device=device, configs=configs, seed=seed)
-    ChunkLog(log_path, identity).finish()
 
 
 def _columns(result) -> dict:
@@ -57,14 +61,6 @@ def _columns(result) -> dict:
             "held_out_note": result.value.get("note")}
 
 
-def summary(lines: list[dict]) -> dict:
-    """How many tasks hold how many configurations, and the commonest reasons for fewer than the most."""
-    counts: dict[int, int] = {}
-    for line in lines:
-        counts[line["held_out_count"]] = counts.get(line["held_out_count"], 0) + 1
-    return {"tasks": len(lines), "by_count": dict(sorted(counts.items()))}
-
-
 def check_held_out(records: list[dict], *, device: str = "cpu", workers: int = 2, timeout_s: float = 600.0,
                    memory_mb: int | None = 4096, seed: int = 0, progress: bool = False) -> list[list[dict]]:
     """Each record's held-out configurations (`held_out_sizes`) validated again in fresh workers: per record, one
@@ -75,8 +71,8 @@ def check_held_out(records: list[dict], *, device: str = "cpu", workers: int = 2
     configs = [parse_configs(r.get("held_out_sizes")) for r in records]
     payloads = [{"code": r["code"], "id": r.get("id"), "device": device, "seed": seed, "configs": c}
                 for r, c in zip(records, configs)]
-    threads = max(1, (os.cpu_count() or 1) // max(1, workers))
-    with SandboxPool(workers, timeout_s, memory_mb, slot_envs=gpu_slot_envs(device), threads=threads) as pool:
+    pool, _ = _pool(device, workers, timeout_s, memory_mb)
+    with pool:
         results = pool.run_many(CHECK_FUNCTION, [p for p, c in zip(payloads, configs) if c], progress=progress)
     answers = iter(results)
     out = []

@@ -6,11 +6,17 @@ from __future__ import annotations
 SECTION_START, SECTION_END = "<!-- held-out:start -->", "<!-- held-out:end -->"
 
 
-def held_out_section(rows: list[dict]) -> str:
-    """The card's section on held-out sizes: how many tasks hold how many configurations, and how to use them."""
+def held_out_counts(rows: list[dict]) -> dict[int, int]:
+    """Tasks by how many held-out configurations they hold (a row the stage has not seen counts as 0)."""
     counts: dict[int, int] = {}
     for row in rows:
         counts[row.get("held_out_count") or 0] = counts.get(row.get("held_out_count") or 0, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def held_out_section(rows: list[dict]) -> str:
+    """The card's section on held-out sizes: how many tasks hold how many configurations, and how to use them."""
+    counts = held_out_counts(rows)
     notes: dict[str, int] = {}
     for row in rows:
         if row.get("held_out_note"):
