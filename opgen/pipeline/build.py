@@ -31,12 +31,14 @@ from opgen.pipeline import rounds
 from opgen.pipeline.config import BuildConfig, BuildResult, load_reference_index
 from opgen.pipeline.executors import LocalExecutor, RayExecutor, run_jobs
 from opgen.pipeline.focus import prepare_focus, stop_if_focus_fails
+from opgen.pipeline.gpu_model import require_recorded_gpu_model
 from opgen.pipeline.report import gpu_count, kept_by_key, steady_rate, write_outputs
 from opgen.pipeline.rundir import RunDir, write_json
 from opgen.pipeline.stages import EXECUTE, SAMPLE, TIMING, timing_lanes
 from opgen.pipeline.state import read_state, restore_state, snapshot_state, write_state
 from opgen.records import EXECUTE_COLUMNS
 from opgen.sandbox.faults import ErrorRun
+from opgen.sandbox.gpus import visible_gpu_models
 
 __all__ = ["Build", "BuildConfig", "BuildResult", "run_build"]
 log = logging.getLogger("opgen.build")
@@ -119,6 +121,8 @@ class Build:
         identity = self.config.identity(self.index.content_hash)
         restored = restore_state(self.resume_from, self.rundir, identity) if restoring else None
         resuming = self.rundir.claim(identity)
+        if self.config.timing_device == "cuda":
+            require_recorded_gpu_model(self.rundir, visible_gpu_models())
         self.rundir.open_log()
         if restored is not None:
             log.info("restored %d finished stages from %s", restored, self.resume_from)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import subprocess
 import tempfile
 import threading
 import time
@@ -26,6 +27,25 @@ def visible_gpus() -> list[str]:
     if listed is None:
         return [str(i) for i in range(count)]
     return [entry.strip() for entry in listed.split(",") if entry.strip()][:count]
+
+
+def visible_gpu_models() -> list[str]:
+    """The model name of each visible GPU (as torch and the timed rows' `hardware` spell it, e.g. "NVIDIA H100 80GB
+    HBM3"), read from nvidia-smi so this process does not initialise CUDA; from torch when nvidia-smi is missing."""
+    gpus = visible_gpus()
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        done = subprocess.run(["nvidia-smi", "--query-gpu=index,uuid,name", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=30)
+        if done.returncode == 0:
+            listed = [[field.strip() for field in line.split(",", 2)] for line in done.stdout.splitlines()
+                      if line.count(",") >= 2]
+            names = [name for gpu in gpus for index, uuid, name in listed if gpu in (index, uuid) or
+                     (gpu.startswith("GPU-") and uuid.startswith(gpu))]
+            if len(names) == len(gpus):
+                return names
+    import torch
+
+    return [torch.cuda.get_device_name(i) for i in range(len(gpus))]
 
 
 def require_cuda(option: str = "--device cuda") -> list[str]:
