@@ -97,6 +97,7 @@ COLUMN_REGISTRY: tuple[Column, ...] = (
                                              "timing was slowed: opgen/timing/guard.py), null when timed once; "
                                              "eager and compile each keep the faster of the two medians"),
     Column("eager_ms_first", _F, "timing", "", published=False),   # the first eager median of a rechecked row
+    Column("quiet_paused", _I, "timing", "", published=False),   # workers a recheck's quiet hold paused
     # timing columns kept in the run folder (timed.jsonl) but not published
     Column("compile_s", _F, "timing", "", published=False),
     Column("tf32", pa.bool_(), "timing", "", published=False),

@@ -112,3 +112,17 @@ def drop_cycle(payload: dict) -> dict:
     """A later task drops it: now cyclic garbage among frozen objects."""
     _HELD.clear()
     return {"ok": True}
+
+
+def count_into(payload: dict) -> dict:
+    """Write a growing count into a file every few milliseconds for `seconds` (a worker busy on the host)."""
+    import time
+
+    path, deadline, count = payload["path"], time.monotonic() + payload["seconds"], 0
+    while time.monotonic() < deadline:
+        count += 1
+        with open(path + ".tmp", "w") as handle:
+            handle.write(str(count))
+        os.replace(path + ".tmp", path)
+        time.sleep(0.005)
+    return {"count": count}

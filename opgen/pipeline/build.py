@@ -39,6 +39,7 @@ from opgen.pipeline.state import read_state, restore_state, snapshot_state, writ
 from opgen.records import EXECUTE_COLUMNS
 from opgen.sandbox.faults import ErrorRun
 from opgen.sandbox.gpus import visible_gpu_models
+from opgen.timing.guard import suspicions
 
 __all__ = ["Build", "BuildConfig", "BuildResult", "run_build"]
 log = logging.getLogger("opgen.build")
@@ -126,6 +127,8 @@ class Build:
         self.rundir.open_log()
         if restored is not None:
             log.info("restored %d finished stages from %s", restored, self.resume_from)
+        if self.config.timing_device == "cuda":
+            self._recheck_timed_rows()
         self.rundir.start_clock()
         if self.save_path is not None:
             self.rundir.on_mark = self._save_state_now_and_then
@@ -199,6 +202,38 @@ class Build:
         header, _ = read_state(self.resume_from)
         check_version(header, self.resume_from)
         return True
+
+    def _recheck_timed_rows(self) -> None:
+        """Apply the timing guard to shards timed before: a row it suspects now and never timed again (taken before
+        a guard rule existed) is timed again with the host quiet, and the shard's window verdicts, funnel and marker
+        are written anew. Runs before any new work, once per row (rechecked rows say so)."""
+        jobs, markers = [], {}
+        for folder in sorted(self.rundir.root.glob("shards/*")):
+            marker = self.rundir.done(folder, "timing")
+            rows = self.rundir.rows(folder, "timed") if marker is not None else []
+            if any(suspicions(row) and not row.get("timing_rechecked") for row in rows):
+                markers[folder] = marker
+                jobs.append((folder, {"records": rows, "options": self.config.timing_options(), "recheck_only": True,
+                                      "timeout_s": max(600.0, self.config.timeout_s),
+                                      "window_ms": list(self.config.runtime_window_ms),
+                                      "workers_per_gpu": self.timing_job_workers}))
+        if not jobs:
+            return
+        started, changed = time.perf_counter(), Counter()
+
+        def on_result(folder: Path, result: dict) -> None:
+            if result.get("stopped"):
+                return
+            before = {row["sample_index"]: row for row in self.rundir.rows(folder, "timed")}
+            changed["rows"] += sum(1 for row in result["records"]
+                                   if row.get("eager_ms") != before[row["sample_index"]].get("eager_ms"))
+            self.rundir.write_rows(folder, "timed", result["records"])
+            self.rundir.write_rows(folder, "timing", result["verdicts"])
+            self.rundir.mark(folder, "timing", {**markers[folder], "funnel": result["funnel"]})
+
+        run_jobs(self.executor, self.timing, jobs, on_result, desc="recheck", progress=False)
+        log.info("timing guard over earlier shards: %d shard(s) held suspect rows, %d row(s) got a faster median, "
+                 "%.1f s", len(jobs), changed["rows"], time.perf_counter() - started)
 
     def _save_state_now_and_then(self) -> None:
         """After a marker: save the state once STATE_INTERVAL_S (or ten times the last save's time) has passed,

@@ -80,7 +80,8 @@ def _stopped() -> dict:
 
 def _time_shard(payload: dict) -> dict:
     """Time a shard's records on CUDA and apply the runtime window: timed records and one verdict each, and the
-    GPU seconds spent in timed runs (`gpu_s`)."""
+    GPU seconds spent in timed runs (`gpu_s`). With `recheck_only` the records are a shard's timed rows, and only
+    the timing guard's suspects are timed again before the window is applied anew."""
     from filters.base import judge
     from filters.window import RuntimeWindow
     from opgen.timing.driver import TimingOptions, time_records
@@ -88,7 +89,8 @@ def _time_shard(payload: dict) -> dict:
     started = time.perf_counter()
     timed = time_records(payload["records"], TimingOptions(**payload["options"]), timeout_s=payload["timeout_s"],
                          progress=False, reuse_pools=True, workers_per_gpu=payload.get("workers_per_gpu"),
-                         stop=payload.get("stop"), lane=payload.get("lane", 0))
+                         stop=payload.get("stop"), lane=payload.get("lane", 0),
+                         recheck_only=bool(payload.get("recheck_only")))
     if timed is None:
         return _stopped()
     window = (RuntimeWindow(*payload["window_ms"]),)

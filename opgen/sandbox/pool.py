@@ -28,6 +28,7 @@ import psutil
 from tqdm import tqdm
 
 from opgen.errors import MachineFault
+from opgen.sandbox.quiet import register_worker, unregister_worker
 from opgen.sandbox.worker import SYS_PATH_ENV
 
 POLL_S = 0.05
@@ -90,6 +91,7 @@ class _Worker:
         except OSError as error:  # no process can be started here (process limit, memory): the machine's fault
             self.log.close()
             raise MachineFault(f"a sandbox worker cannot start: {error}") from None
+        register_worker(self.proc.pid)   # one a timed run's quiet hold pauses (quiet.py)
         os.set_blocking(self.proc.stdout.fileno(), False)
         self.buffer = b""
         self.ready = False
@@ -165,6 +167,7 @@ class _Worker:
         self.kill()
 
     def _close(self) -> None:
+        unregister_worker(self.proc.pid)
         for stream in (self.proc.stdin, self.proc.stdout):
             try:
                 stream.close()

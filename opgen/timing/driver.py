@@ -80,34 +80,37 @@ class TimingOptions:
 def time_records(records: list[dict], options: TimingOptions | None = None, *, timeout_s: float = 600,
                  progress: bool = True, workers_per_gpu: int | None = None, cache_dir: str | None = None,
                  memory_mb: int | None = None, reuse_pools: bool = False, stop: threading.Event | None = None,
-                 lane: int = 0, guard: bool = True, **option_fields) -> list[dict] | None:
+                 lane: int = 0, guard: bool = True, recheck_only: bool = False, **option_fields) -> list[dict] | None:
     """The records with the timing columns added, in input order; a task that fails keeps null timings
     and a `timing_error`. device "cpu" times on the host (one worker) so CI runs the same code.
     `options` (or its fields as keywords) say how to time; `reuse_pools` keeps each GPU's workers alive for
     the next call in this process (the build's shards); calls side by side in threads (a stage's lanes) each keep
     their own, by `lane`. On CUDA, `guard` times a row again when its own evidence says its timing was slowed
-    (opgen/timing/guard.py). Once `stop` is set (the build no longer needs these
+    (opgen/timing/guard.py); `recheck_only` takes `records` as timed already and only applies the guard (rows
+    timed before a guard rule existed, or rechecked under an older one). Once `stop` is set (the build no longer needs these
     timings) the tasks under way finish, none starts, and the call returns None."""
     options = options or TimingOptions(**option_fields)
 
-    def time_once(rows: list[dict], show: bool) -> list[dict] | None:
+    def time_once(rows: list[dict], show: bool, quiet: bool = False) -> list[dict] | None:
         return _time_once(rows, options, timeout_s=timeout_s, progress=show, workers_per_gpu=workers_per_gpu,
-                          cache_dir=cache_dir, memory_mb=memory_mb, reuse_pools=reuse_pools, stop=stop, lane=lane)
+                          cache_dir=cache_dir, memory_mb=memory_mb, reuse_pools=reuse_pools, stop=stop, lane=lane,
+                          quiet=quiet)
 
-    timed = time_once(records, progress)
+    timed = [dict(r) for r in records] if recheck_only else time_once(records, progress)
     if timed is None or not guard or options.device != "cuda":
         return timed
-    return recheck(timed, lambda suspects: time_once(suspects, False))
+    return recheck(timed, lambda suspects: time_once(suspects, False, quiet=True))
 
 
 def _time_once(records: list[dict], options: TimingOptions, *, timeout_s: float, progress: bool,
                workers_per_gpu: int | None, cache_dir: str | None, memory_mb: int | None, reuse_pools: bool,
-               stop: threading.Event | None, lane: int) -> list[dict] | None:
-    """`time_records` without the guard: each record timed once."""
+               stop: threading.Event | None, lane: int, quiet: bool = False) -> list[dict] | None:
+    """`time_records` without the guard: each record timed once (`quiet`: its timed section with the host's other
+    sandbox workers paused)."""
     device = options.device
     if not records:
         return []
-    payloads = [options.payload(r) for r in records]
+    payloads = [{**options.payload(r), "quiet": quiet} for r in records]
     env = {"TORCHINDUCTOR_FX_GRAPH_CACHE": "1"}
     if cache_dir:
         env["TORCHINDUCTOR_CACHE_DIR"] = str(Path(cache_dir).resolve())

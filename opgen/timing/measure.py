@@ -11,6 +11,7 @@ from dataclasses import replace
 from filters.window import Window
 from opgen.records import TIMING_COLUMNS
 from opgen.sandbox.gpus import compiled_graphs_locked, gpu_lock, inductor_benchmarks_locked
+from opgen.sandbox.quiet import quiet_host
 from opgen.sandbox.task import build_model, describe, draw_inputs, input_seed, load_namespace
 from opgen.timing.precision import apply_precision
 from opgen.timing.provenance import environment, method_note, peaks
@@ -113,8 +114,11 @@ def measure_task(payload: dict) -> dict:
             timed_plan = replace(plan, warmups=min(plan.warmups, SETTLE_WARMUPS))
         result["warmup_s"] = time.perf_counter() - warming
         waiting = time.perf_counter()
-        with gpu_lock(lock), torch.no_grad():
+        # a row the guard times again holds the host quiet too: launch-bound tasks run at the host's speed
+        with gpu_lock(lock), quiet_host(bool(lock and payload.get("quiet"))) as paused, torch.no_grad():
             locked = time.perf_counter()
+            if payload.get("quiet"):
+                result["quiet_paused"] = len(paused)
             result["lock_wait_s"] = locked - waiting
             if device == "cuda":  # memory other workers hold: a starved allocator or cuDNN workspace slows trials
                 result["gpu_free_gb"] = torch.cuda.mem_get_info()[0] / 2**30
