@@ -17,9 +17,11 @@ SANDBOX_STAGE = "sandbox"
 VALIDATION_STAGES = (*(f.name for f in STATIC_FILTERS), SANDBOX_STAGE, *STAGE_NAMES)
 
 
-def _payload(record: dict, device: str, threads: int, runtime_window_ms, seed: int, draws: int) -> dict:
+def _payload(record: dict, device: str, threads: int, runtime_window_ms, seed: int, draws: int,
+             checks: tuple[str, ...] | None = None) -> dict:
     return {"code": record["code"], "id": record.get("id"), "device": device, "threads": threads, "seed": seed,
-            "draws": draws, "runtime_window_ms": list(runtime_window_ms) if runtime_window_ms else None}
+            "draws": draws, "runtime_window_ms": list(runtime_window_ms) if runtime_window_ms else None,
+            "stages": list(checks) if checks is not None else None}
 
 
 def _verdict(result: SandboxResult) -> Verdict:
@@ -71,13 +73,15 @@ def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int =
                      memory_mb: int | None = 4096, runtime_window_ms: tuple[float, float] | None = None,
                      funnel: Funnel | None = None, progress: bool = False, seed: int = 0, draws: int = 3,
                      reuse_pool: bool = False, lane: int = 0, lanes: int = 1,
-                     stop: threading.Event | None = None, faults: ErrorRun | None = None) -> list[dict] | None:
+                     stop: threading.Event | None = None, faults: ErrorRun | None = None,
+                     checks: tuple[str, ...] | None = None) -> list[dict] | None:
     """Verdict lines of the sandboxed execute checks, one per record, in input order.
 
     `reuse_pool` keeps the workers alive for the next call in this process (the build's shards); a build
     running `lanes` such calls side by side gives each its `lane` number: its own kept pool, its share of
     the CPU threads, and its next GPUs on a machine with several. Once `stop` is set (the build no longer needs
-    these verdicts) the checks under way finish, none starts, and the call returns None.
+    these verdicts) the checks under way finish, none starts, and the call returns None. `checks` names the
+    execute checks to run (in their own order; all of them by default).
 
     A rejection whose message names the machine, or a run of identical ones (`faults`, which may carry the run
     over from earlier calls: opgen/sandbox/faults.py), raises MachineFault: the call returns no verdict at all."""
@@ -86,7 +90,10 @@ def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int =
     if funnel is not None:
         funnel.declare([SANDBOX_STAGE, *STAGE_NAMES])
     threads = max(1, (os.cpu_count() or 1) // (workers * lanes))
-    payloads = [_payload(r, device, threads, runtime_window_ms, seed, draws) for r in records]
+    unknown = sorted(set(checks or ()) - set(STAGE_NAMES))
+    if unknown:
+        raise ValueError(f"unknown execute checks: {', '.join(unknown)} (known: {', '.join(STAGE_NAMES)})")
+    payloads = [_payload(r, device, threads, runtime_window_ms, seed, draws, checks) for r in records]
     slot_envs = gpu_slot_envs(device)
     if slot_envs:  # lane k's workers start on the GPU after lane k-1's
         offset = (lane * workers) % len(slot_envs)
@@ -137,8 +144,10 @@ def _short_of_gpu_memory(result: SandboxResult) -> bool:
 def validate_records(records: list[dict], *, device: str = "cpu", workers: int = 2, timeout_s: float = 120,
                      memory_mb: int | None = 4096, runtime_window_ms: tuple[float, float] | None = None,
                      funnel: Funnel | None = None, progress: bool = False, seed: int = 0,
-                     draws: int = 3, reuse_pool: bool = False, faults: ErrorRun | None = None) -> list[dict]:
-    """Static chain, then the execute checks on the survivors; one verdict line per record, in input order."""
+                     draws: int = 3, reuse_pool: bool = False, faults: ErrorRun | None = None,
+                     checks: tuple[str, ...] | None = None) -> list[dict]:
+    """Static chain, then the execute checks (`checks` by name, default all) on the survivors; one verdict line
+    per record, in input order."""
     funnel = funnel if funnel is not None else Funnel()
     funnel.declare(VALIDATION_STAGES)
     lines = static_verdicts(records, funnel)
@@ -146,7 +155,7 @@ def validate_records(records: list[dict], *, device: str = "cpu", workers: int =
     executed = execute_verdicts([records[i] for i in survivors], device=device, workers=workers,
                                 timeout_s=timeout_s, memory_mb=memory_mb, runtime_window_ms=runtime_window_ms,
                                 funnel=funnel, progress=progress, seed=seed, draws=draws, reuse_pool=reuse_pool,
-                                faults=faults)
+                                faults=faults, checks=checks)
     for index, line in zip(survivors, executed):
         lines[index] = line
     return lines

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from filters.execute import STAGE_NAMES
 from filters.execute.visible import MAX_ACCEPTED_SHARE
 from filters.static import Funnel
 from filters.validate import validate_records
@@ -106,12 +107,25 @@ def expected_reason(record: dict) -> str | None:
     return EXPECTED_REJECTIONS.get(key)
 
 
+# The compile check costs most of a CPU validation (a C++ build per kernel: about 200 of the test's 270 s on the
+# 2-core machine): every check but it runs on all 200 tasks, and the whole chain on every COMPILED_EVERY-th.
+COMPILED_EVERY = 10
+
+
 @pytest.mark.heavy
 def test_kernelbench_levels_1_and_2_are_kept_apart_from_named_exceptions(kernelbench_problems):
     records = kernelbench_records(kernelbench_problems)
     assert len(records) == 200
     funnel = Funnel()
-    lines = validate_records(records, workers=2, timeout_s=300, memory_mb=4096, funnel=funnel)
+    uncompiled = tuple(name for name in STAGE_NAMES if name != "compile")
+    lines = validate_records(records, workers=2, timeout_s=300, memory_mb=4096, funnel=funnel, checks=uncompiled)
+    kept = [index for index, record in enumerate(records) if expected_reason(record) is None]
+    sample = kept[::COMPILED_EVERY]
+    compiled = validate_records([records[i] for i in sample], workers=2, timeout_s=300, memory_mb=4096)
+    assert all(line["compile_s"] >= 0 and line["max_abs_diff"] <= CHECK_TOLERANCE * 10 for line in compiled)
+    for index, line in zip(sample, compiled):
+        assert (line["keep"], line["reason"]) == (lines[index]["keep"], lines[index]["reason"])
+        lines[index] = line
     unexpected = {r["source"]: (line["reason"], (line.get("detail") or "")[:200]) for r, line in zip(records, lines)
                   if line["reason"] != expected_reason(r)}
     assert unexpected == {}
@@ -129,6 +143,4 @@ def test_kernelbench_levels_1_and_2_are_kept_apart_from_named_exceptions(kernelb
             assert "input unchanged" in line["detail"]
         if line["reason"] == "stochastic_op":
             assert "Dropout(p=0.2)" in line["detail"]
-        if line["keep"]:
-            assert line["max_abs_diff"] <= CHECK_TOLERANCE * 10 and line["compile_s"] >= 0
     assert funnel.inputs == 200 and funnel.kept == sum(line["keep"] for line in lines)
