@@ -187,13 +187,15 @@ class Funnel:
         funnel.stages = {name: StageCount.from_dict(c) for name, c in data.get("stages", {}).items()}
         return funnel
 
-    def table(self) -> str:
-        """A fixed-width printout: one row per stage, then the totals per reason."""
+    def table(self, totals: bool = True) -> str:
+        """A fixed-width printout: one row per stage, then (`totals`) the totals per reason."""
         rows = [f"{'stage':<20} {'seen':>7} {'kept':>7} {'rejected':>9} {'seconds':>10}  reasons"]
         for name, count in self.stages.items():
             reasons = ", ".join(f"{r}={n}" for r, n in count.rejected.most_common())
             rows.append(f"{name:<20} {count.seen:>7} {count.kept:>7} {sum(count.rejected.values()):>9} "
                         f"{count.seconds:>10.2f}  {reasons}")
+        if not totals:
+            return "\n".join(rows)
         rows.append(f"{'total':<20} {self.inputs:>7} {self.kept:>7} {sum(self.rejected.values()):>9}")
         for reason, n in self.rejected.most_common():
             rows.append(f"  {reason:<24} {n:>7}")
