@@ -1,4 +1,4 @@
-"""The verdict type, the reason codes of SPEC.md §3, the Filter contract, the funnel, and `judge`: the one
+"""The verdict type, the reason codes (docs/spec.md), the Filter contract, the funnel, and `judge`: the one
 function that runs filters and the one place the funnel is counted."""
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class Verdict:
         return self.stages[-1][0] if self.stages else None
 
     def line(self, record: dict) -> dict:
-        """The verdict line of SPEC.md §4: source, id, sample_index, stage, keep, reason, metrics, detail."""
+        """The verdict line (docs/spec.md): source, id, sample_index, stage, keep, reason, metrics, detail."""
         out = {"source": record.get("source", record.get("id")), "id": record.get("id")}
         if "sample_index" in record:
             out["sample_index"] = record["sample_index"]

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 # key -> what it counts; the keys are stats.json's `outcome`, and the words the summaries print
 MEANING = {
-    "candidates": "candidates drawn",
-    "rejected": "rejected by a filter, each for one reason",
-    "unjudged": "not judged: in shards skipped once their source's quota was met (in a build under way, also those "
-                "not reached yet)",
+    "candidates": "drawn by the sampler",
+    "rejected": "turned down by a filter, each for one reason (the table below)",
+    "unjudged": "in shards skipped once their source's quota was met (in a build under way, also those not reached "
+                "yet)",
     "survivors": "passed every filter",
-    "tasks": "in the dataset: each source's first survivors, up to its quota",
+    "tasks": "in the dataset: each source's first survivors by sample index, up to its quota",
     "surplus": "survivors beyond their source's quota, left out of the dataset",
 }
-LABEL = {"unjudged": "not judged"}   # a key printed otherwise than it is spelt
+WORD = {"unjudged": "not judged"}   # a key printed otherwise than it is spelt
 
 
 def outcome(candidates: int, rejected: int, survivors: int, tasks: int) -> dict[str, int]:
@@ -33,12 +33,13 @@ def outcome_of(stats: dict) -> dict[str, int]:
                    stats["survivors"] - stats.get("surplus", 0))
 
 
-def label(key: str) -> str:
-    return LABEL.get(key, key)
+def word(key: str) -> str:
+    """How `key` is printed."""
+    return WORD.get(key, key)
 
 
 def outcome_line(counts: dict[str, int]) -> str:
     """One line: `88 candidates: 24 rejected, 16 not judged, 48 survivors (passed every filter): 40 tasks, 8 surplus`."""
     return (f"{counts['candidates']:,} candidates: {counts['rejected']:,} rejected, {counts['unjudged']:,} "
-            f"{label('unjudged')}, {counts['survivors']:,} survivors (passed every filter): {counts['tasks']:,} "
+            f"{word('unjudged')}, {counts['survivors']:,} survivors (passed every filter): {counts['tasks']:,} "
             f"tasks, {counts['surplus']:,} surplus")

@@ -15,7 +15,7 @@ from opgen.commands.paths import REFERENCE_HELP, require_existing
 from opgen.commands.timing_options import add_timing_options, timing_options
 from opgen.errors import UsageError
 from opgen.jsonl import require_writable
-from opgen.outcome import label, outcome_line
+from opgen.outcome import outcome_line, word
 from opgen.pipeline.build import BuildConfig, run_build
 from opgen.pipeline.config import CHAIN_SHARE
 from opgen.pipeline.executors import make_executor
@@ -109,7 +109,7 @@ def print_outcome(funnel, stats: dict) -> None:
         print("rejected: " + ", ".join(f"{reason} {n}" for reason, n in
                                        sorted(stats["rejected"].items(), key=lambda item: (-item[1], item[0]))))
     if counts["unjudged"]:
-        print(f"{label('unjudged')}: {counts['unjudged']}, in {stats['skipped_shards']} shard(s) skipped once their "
+        print(f"{word('unjudged')}: {counts['unjudged']}, in {stats['skipped_shards']} shard(s) skipped once their "
               "source's quota was met")
     by_source = ", ".join(f"{s} {v['tasks']}/{v['quota']}" for s, v in stats["by_source"].items() if v["quota"])
     print(f"{stats['tasks']} of {stats['wanted']} tasks ({by_source}) in {stats['rounds']} round(s)")
