@@ -45,9 +45,9 @@ def candidate_fates(run: RunDir) -> dict[str, list[list[str]]]:
         for row in run.rows(shard, "candidates"):
             chain = task_families(row)
             fate = rejected.get((row["id"], row.get("sample_index")))
-            if fate is None and row.get("sample_index") in survivors:
-                fate = TASKS if row["id"] in published else SURPLUS
-            fate = fate or UNJUDGED
+            if fate is None:
+                fate = TASKS if row["id"] in published else SURPLUS if row.get("sample_index") in survivors \
+                    else UNJUDGED
             fates[CANDIDATES].append(chain)
             fates[fate].append(chain)
             if not fate.startswith("dedup:"):
