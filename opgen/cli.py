@@ -11,7 +11,7 @@ from opgen.errors import MachineFault, UsageError
 from opgen.interrupts import INTERRUPTED, first_interrupt_stops, said_interrupted
 
 # The exit statuses, the same for every command: `opgen --help` prints them, and the README and docs/spec.md hold the
-# same table (tests/test_exit_status.py holds the three together).
+# same table (tests/test_spec.py holds the three together).
 EXIT_STATUSES = (
     (0, "done; for `opgen audit` every claim holds, for `opgen check` every row drawn passes, for `opgen grade` of "
         "one solution it is correct"),
@@ -53,9 +53,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from opgen.commands import (
-        COMMANDS,  # here, not on import: a Ctrl-C while they load is said in one line too
-    )
+    # imported here, not with this module: a Ctrl-C while they load is said in one line too
+    from opgen.commands import COMMANDS
 
     parser = _Parser(prog="opgen", description=__doc__, epilog=exit_status_text(),
                      formatter_class=argparse.RawDescriptionHelpFormatter)

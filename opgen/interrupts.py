@@ -35,7 +35,8 @@ class _State:
 
 def _leave_at_once(signum, frame) -> None:
     """A Ctrl-C while the command is already stopping (or the interpreter is closing down): end now, with no
-    traceback. Whatever the command wrote is complete on disk already (its outputs are written atomically)."""
+    traceback. What a resumable command finished is on disk already (a build's every marker follows its data); an
+    output it was still writing is left as `kill -9` would leave it."""
     with contextlib.suppress(Exception):
         if not _State.said:
             sys.stderr.write("opgen: interrupted\n")
