@@ -1,4 +1,4 @@
-"""The verdict type, the reason codes of SPEC.md §3, the Filter contract, the funnel, and `judge`: the one
+"""The verdict type, the reason codes (docs/spec.md), the Filter contract, the funnel, and `judge`: the one
 function that runs filters and the one place the funnel is counted."""
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class Verdict:
         return self.stages[-1][0] if self.stages else None
 
     def line(self, record: dict) -> dict:
-        """The verdict line of SPEC.md §4: source, id, sample_index, stage, keep, reason, metrics, detail."""
+        """The verdict line (docs/spec.md): source, id, sample_index, stage, keep, reason, metrics, detail."""
         out = {"source": record.get("source", record.get("id")), "id": record.get("id")}
         if "sample_index" in record:
             out["sample_index"] = record["sample_index"]
@@ -187,13 +187,15 @@ class Funnel:
         funnel.stages = {name: StageCount.from_dict(c) for name, c in data.get("stages", {}).items()}
         return funnel
 
-    def table(self) -> str:
-        """A fixed-width printout: one row per stage, then the totals per reason."""
+    def table(self, totals: bool = True) -> str:
+        """A fixed-width printout: one row per stage, then (`totals`) the totals per reason."""
         rows = [f"{'stage':<20} {'seen':>7} {'kept':>7} {'rejected':>9} {'seconds':>10}  reasons"]
         for name, count in self.stages.items():
             reasons = ", ".join(f"{r}={n}" for r, n in count.rejected.most_common())
             rows.append(f"{name:<20} {count.seen:>7} {count.kept:>7} {sum(count.rejected.values()):>9} "
                         f"{count.seconds:>10.2f}  {reasons}")
+        if not totals:
+            return "\n".join(rows)
         rows.append(f"{'total':<20} {self.inputs:>7} {self.kept:>7} {sum(self.rejected.values()):>9}")
         for reason, n in self.rejected.most_common():
             rows.append(f"  {reason:<24} {n:>7}")

@@ -11,18 +11,41 @@ from opgen.jsonl import iter_jsonl
 
 HUB_ID = "ScalingIntelligence/KernelBench"
 HUB_SPLITS = ("level_1", "level_2", "level_3", "level_4")
-# Lets an offline machine point the default at a local copy without passing --reference everywhere.
-DEFAULT_REFERENCE = os.environ.get("OPGEN_KERNELBENCH", HUB_ID)
+ENV_VARIABLE = "OPGEN_KERNELBENCH"   # lets a machine name its KernelBench once instead of passing --reference everywhere
+BESIDE = Path("shared") / "kernelbench" / "problems.jsonl"   # the local copy, looked for in a folder's parent
 COLUMNS = ("code", "level", "name", "problem_id")
+
+
+def local_copies() -> list[Path]:
+    """Where a local copy (`../shared/kernelbench/problems.jsonl`) is looked for, in order: beside the clone opgen
+    runs from (when its code is a source checkout, as in an editable install), then beside the current folder (a
+    clone that a regular pip install is run from)."""
+    places = []
+    source = Path(__file__).resolve().parents[1]
+    if (source / "pyproject.toml").is_file():
+        places.append(source.parent / BESIDE)
+    places.append(Path.cwd().resolve().parent / BESIDE)
+    return list(dict.fromkeys(places))
+
+
+def resolve_reference(source: str | None = None) -> str:
+    """The KernelBench every command reads, by one rule: `source` when given (--reference), else $OPGEN_KERNELBENCH,
+    else the first local copy of `local_copies()` that exists, else the Hugging Face Hub (HUB_ID)."""
+    if source:
+        return source
+    if os.environ.get(ENV_VARIABLE):
+        return os.environ[ENV_VARIABLE]
+    return next((str(path) for path in local_copies() if path.is_file()), HUB_ID)
 
 
 def load_reference(source: str | None = None) -> list[dict]:
     """KernelBench problems as rows with code, level, name, problem_id, sorted by (level, problem_id, name).
 
     `source`: a JSONL or parquet file, a folder holding `level*/*.py` (a checkout or its `KernelBench/`
-    folder), or a Hugging Face dataset id (default DEFAULT_REFERENCE). Raises UsageError when it cannot load.
+    folder), or a Hugging Face dataset id; None: the one rule of `resolve_reference`. Raises UsageError when it
+    cannot load.
     """
-    source = source or DEFAULT_REFERENCE
+    source = resolve_reference(source)
     path = Path(source).expanduser()
     if path.is_dir():
         rows = _from_folder(path)
@@ -92,8 +115,8 @@ def _from_folder(path: Path) -> list[dict]:
     raise UsageError(f"{path}: no KernelBench problems (expected level*/N_Name.py or KernelBench/level*/...)")
 
 
-LOCAL_COPY = ("offline, pass --reference with a local copy (a problems.jsonl/parquet file or a KernelBench checkout) "
-              "or set OPGEN_KERNELBENCH")
+LOCAL_COPY = ("offline, pass --reference with a local copy (a problems.jsonl/parquet file or a KernelBench checkout), "
+              f"set {ENV_VARIABLE}, or put the copy at ../{BESIDE.as_posix()} beside the clone")
 
 
 def _from_hub(hub_id: str) -> list[dict]:

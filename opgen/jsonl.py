@@ -83,10 +83,22 @@ def write_jsonl(path: str | os.PathLike, rows: Iterable[dict]) -> int:
     return count
 
 
+def file_in_the_way(path: str | os.PathLike) -> Path | None:
+    """The nearest of `path`'s parent folders that exists as something other than a folder (a file where a folder
+    should be, so that nothing can be made under it), or None."""
+    for parent in Path(path).expanduser().absolute().parents:
+        if parent.exists():
+            return None if parent.is_dir() else parent
+    return None
+
+
 def require_writable(path: str | os.PathLike, option: str = "--out") -> None:
     """Make sure `path` can be written (its folder created, a file made beside it) before any work: UsageError
     (one line, exit 2) when it cannot, rather than a traceback once the work is done."""
     path = Path(path)
+    blocker = file_in_the_way(path)
+    if blocker is not None:
+        raise UsageError(f"cannot write {option} {path}: {blocker} is not a folder")
     probe = path.with_name(f".{path.name}.probe")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -146,7 +146,7 @@ class Candidate(TypedDict, total=False):
 
 
 class VerdictLine(TypedDict, total=False):
-    """One verdict of SPEC.md §4: which record, kept or the reason, the stage that judged it, metrics, detail."""
+    """One verdict line (docs/spec.md): which record, kept or the reason, the stage that judged it, metrics, detail."""
 
     source: str
     id: str

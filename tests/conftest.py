@@ -12,8 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from kernels_ref import resolve_reference
+
 REPO = Path(__file__).resolve().parents[1]
-KERNELBENCH = Path(os.environ.get("OPGEN_KERNELBENCH", REPO.parent / "shared" / "kernelbench" / "problems.jsonl"))
+# the tests read KernelBench by the commands' rule (README, "KernelBench"): a local copy, never the Hub
+KERNELBENCH = Path(resolve_reference())
 
 
 @pytest.fixture(scope="session")

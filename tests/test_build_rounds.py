@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
 from opgen.pipeline import rounds
-from opgen.records import COLUMN_DOCS, COLUMNS, DATASET_SCHEMA, dataset_table
+from opgen.records import COLUMNS, DATASET_SCHEMA, dataset_table
 from opgen.sample.sampler import DEFAULT_MIX
 
 
@@ -118,27 +116,6 @@ def test_expected_survivors_leave_a_fractional_deficit_rounded_up():
                                   prior=rounds.load_prior("gpu", "cuda"))
     assert segment.start == 50 and segment.count >= 2
     assert rounds.next_round(0, {"torch#2": 10}, {"torch#2": 10.0}, Counter({"torch#2": 12}), 1.0, 100) == []
-
-
-SPEC = Path(__file__).resolve().parents[2] / "shared" / "SPEC.md"
-# SPEC.md §2's provenance row names its columns in words
-SPEC_PROVENANCE = {"precision": ("precision", "matmul_precision", "cudnn_conv_precision", "cudnn_rnn_precision"),
-                   "method": ("timing_method",), "warm-ups": ("timing_warmups",),
-                   "trials used": ("eager_ms_count", "compile_ms_count"), "driver": ("driver_version",),
-                   "triton": ("triton_version",), "compile mode": ("compile_mode",)}
-
-
-def test_every_column_of_the_spec_is_published_and_documented():
-    if not SPEC.is_file():
-        pytest.skip(f"no {SPEC}")
-    section = SPEC.read_text(encoding="utf-8").split("## 2.", 1)[1].split("## 3.", 1)[0]
-    first_cells = [line.split("|")[1] for line in section.splitlines() if line.startswith("| ")][1:]   # no header
-    named = {name for cell in first_cells for name in re.findall(r"`([a-z_]+)`", cell)}
-    worded = [cell.strip() for cell in first_cells if "`" not in cell]
-    assert worded == [", ".join(SPEC_PROVENANCE)]   # the one row in words, as mapped above
-    wanted = named | {column for columns in SPEC_PROVENANCE.values() for column in columns}
-    assert len(named) >= 20 and wanted <= set(COLUMNS), sorted(wanted - set(COLUMNS))
-    assert all(COLUMN_DOCS[column] for column in wanted)
 
 
 def test_unneeded_shards_are_those_after_a_source_quota_met_by_finished_shards():

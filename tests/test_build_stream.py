@@ -383,7 +383,8 @@ def test_opgen_profile_reads_where_the_workers_time_went(streamed, tmp_path, cap
     save_state(streamed, tmp_path / "build.state")
     assert main(["profile", str(tmp_path / "build.state"), "--json", str(tmp_path / "from_state.json")]) == 0
     from_state = json.loads((tmp_path / "from_state.json").read_text())
-    assert from_state == {key: figures[key] for key in ("execute", "timing", "window", "rates")}
+    # (and what became of the candidates: the state's tasks written out as the build wrote them)
+    assert from_state == {key: figures[key] for key in ("timed", "execute", "timing", "window", "rates", "outcome")}
     # the window's rejections against the sampler's estimate: what a cut on it would spare and lose
     records = {"kept": {"in_window": True, "eager_ms": 5.0, "estimated_gpu_ms": 1.15},
                "fast": {"in_window": False, "eager_ms": 0.5, "estimated_gpu_ms": 1.05},

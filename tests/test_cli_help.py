@@ -1,4 +1,5 @@
-"""Every subcommand's --help prints its usage and exits 0 (a stray % in a help string once broke `opgen build`)."""
+"""Every subcommand's --help prints its usage and exits 0 (a stray % in a help string once broke `opgen build`, and a
+doubled one showed as `%%` in a description)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ def test_every_subcommand_help_prints_its_usage_and_exits_0(command, capsys):
     out = capsys.readouterr().out
     assert stop.value.code == 0 and out.startswith(f"usage: opgen {command}")
     assert "options:" in out and "-h, --help" in out
+    assert "%%" not in out   # a description is printed as written: its % needs no doubling
 
 
 def test_the_installed_command_prints_the_main_and_build_help():

@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pyarrow.parquet as pq
 import pytest
 
+from kernels_ref import HUB_ID
 from opgen.hub import hub_unreachable
 from opgen.records import dataset_table
 from opgen.sample.sampler import sample_records
@@ -27,10 +28,10 @@ def closed_port() -> int:
 
 
 def opgen_without_kernelbench(*args: str, endpoint: str) -> subprocess.CompletedProcess:
-    """`opgen ARGS` with no local KernelBench configured and the Hub at `endpoint`."""
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("OPGEN_KERNELBENCH", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
-    env.update(HF_ENDPOINT=endpoint, PYTHONWARNINGS="ignore")
+    """`opgen ARGS` told to read KernelBench from the Hub (OPGEN_KERNELBENCH names its id, so a local copy beside
+    the clone is not looked for), with the Hub at `endpoint`."""
+    env = {key: value for key, value in os.environ.items() if key not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    env.update(OPGEN_KERNELBENCH=HUB_ID, HF_ENDPOINT=endpoint, PYTHONWARNINGS="ignore")
     return subprocess.run([sys.executable, "-m", "opgen", *args], cwd=REPO, env=env, capture_output=True, text=True,
                           timeout=120)
 

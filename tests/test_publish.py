@@ -14,6 +14,7 @@ from huggingface_hub import DatasetCard
 
 from filters.base import Funnel, Verdict
 from opgen.cli import main
+from opgen.outcome import outcome_line
 from opgen.pipeline.build import BuildConfig
 from opgen.pipeline.rundir import write_json
 from opgen.publish.card import families_section
@@ -154,7 +155,7 @@ def test_publish_a_real_build(tmp_path_factory, tmp_path, monkeypatch):
     assert dataset.to_list() == pq.read_table(run / "tasks.parquet").to_pylist()
     stats = json.loads((run / "stats.json").read_text())
     card = DatasetCard.load(result.folder / "README.md")
-    assert f"Candidates: {stats['candidates']}" in card.text
+    assert outcome_line(stats["outcome"]) in card.text
 
 
 def test_rebuilt_folder_of_the_same_name_loads_its_own_rows(sampled_run, tmp_path, monkeypatch):

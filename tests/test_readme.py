@@ -107,3 +107,21 @@ def test_the_documented_filter_joins_the_chain_and_counts_into_the_funnel(docume
     assert (syncing.keep, syncing.reason, syncing.stage) == (False, "invalid_task", "host_sync")
     assert honest.keep and honest.stage == "host_sync"
     assert funnel.stages["host_sync"].seen == 2 and funnel.stages["host_sync"].rejected["invalid_task"] == 1
+
+
+def test_the_loading_example_prints_what_a_cpu_dataset_holds(tmp_path, capsys, monkeypatch):
+    import pyarrow.parquet as pq
+
+    from opgen.records import dataset_table
+    from opgen.sample.sampler import sample_records
+
+    folder = tmp_path / "dataset"   # a dataset as `make dataset` publishes it: built on the CPU, nothing timed
+    (folder / "data").mkdir(parents=True)
+    pq.write_table(dataset_table(sample_records(0, 0, 3)), folder / "data" / "train-00000-of-00001.parquet")
+    example = code_blocks(section(README.read_text(), "Loading the dataset"), "python")[0]
+    assert '"data/smoke/dataset"' in example
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    exec(compile(example.replace('"data/smoke/dataset"', repr(str(folder))), "README.md", "exec"), {})
+    printed = capsys.readouterr().out
+    assert printed.startswith("3 ops-") and "class Model" in printed and "def get_inputs" in printed
+    assert "None" not in printed   # every field it prints is filled on the CPU too

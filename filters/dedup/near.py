@@ -16,8 +16,9 @@ from datasketch import MinHash, MinHashLSH
 from filters.base import Funnel, Verdict
 from filters.dedup.chains import DEFAULT_MAX_PER_CHAIN, chain_duplicates
 from filters.dedup.decontam import CONTAMINATION_THRESHOLD, check_contamination
-from kernels_ref import DEFAULT_REFERENCE, ReferenceIndex, reference_index
+from kernels_ref import ReferenceIndex, reference_index
 from kernels_ref.fingerprint import FINGERPRINT_ERRORS, SHINGLE_SIZE, Fingerprint, fingerprint, jaccard
+from opgen.interrupts import spared_children
 from opgen.vocab.families import family_signature
 
 DEDUP_STAGE = "dedup"
@@ -52,7 +53,9 @@ def fingerprint_codes(codes: list[str], shingle_size: int = SHINGLE_SIZE,
     if workers > 1 and len(unique) >= _PARALLEL_FROM and "fork" in multiprocessing.get_all_start_methods():
         # fork: the workers inherit the imported modules (torch included) instead of importing them again.
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            prints = list(pool.map(_fingerprint_or_none, jobs, chunksize=max(64, len(jobs) // (workers * 8))))
+            with spared_children():   # the workers start as the jobs go in; the terminal's Ctrl-C is the command's
+                results = pool.map(_fingerprint_or_none, jobs, chunksize=max(64, len(jobs) // (workers * 8)))
+            prints = list(results)
     else:
         prints = [_fingerprint_or_none(job) for job in jobs]
     by_code = dict(zip(unique, prints))
@@ -92,7 +95,7 @@ def near_duplicate_pairs(shingle_sets: list[frozenset[int]], threshold: float = 
 def _resolve_index(reference: str | ReferenceIndex | None, cache_dir, shingle_size: int) -> ReferenceIndex:
     if isinstance(reference, ReferenceIndex):
         return reference
-    return reference_index(reference or DEFAULT_REFERENCE, cache_dir=cache_dir, shingle_size=shingle_size)
+    return reference_index(reference, cache_dir=cache_dir, shingle_size=shingle_size)   # None: the one rule
 
 
 def _family_chain(record: dict, print_: Fingerprint) -> tuple[str, ...]:
@@ -101,7 +104,7 @@ def _family_chain(record: dict, print_: Fingerprint) -> tuple[str, ...]:
     return family_signature(families) if isinstance(families, list) else print_.families
 
 
-def run_dedup(records: list[dict], *, reference: str | ReferenceIndex | None = DEFAULT_REFERENCE,
+def run_dedup(records: list[dict], *, reference: str | ReferenceIndex | None = None,
               existing: list[dict] | None = None, threshold: float = CONTAMINATION_THRESHOLD,
               duplicate_threshold: float = DUPLICATE_THRESHOLD, num_perm: int = NUM_PERM,
               seed: int = MINHASH_SEED, shingle_size: int = SHINGLE_SIZE, cache_dir: str | None = None,
@@ -206,7 +209,7 @@ def _counted(verdict: Verdict, funnel: Funnel | None) -> Verdict:
     return verdict
 
 
-def dedup_verdicts(records: list[dict], *, reference: str | ReferenceIndex | None = DEFAULT_REFERENCE,
+def dedup_verdicts(records: list[dict], *, reference: str | ReferenceIndex | None = None,
                    existing: list[dict] | None = None, threshold: float = CONTAMINATION_THRESHOLD,
                    **options) -> list[dict]:
     """Verdict lines in input order: keep, reason (None, "duplicate", "contaminated", or "parse_error" for

@@ -3,28 +3,28 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from opgen.errors import UsageError
+from opgen.jsonl import iter_jsonl
 
 
 def read_task_rows(path: Path, config: str = "default") -> list[dict]:
-    """Every row of `path` as a dict; `config` names the published folder's config (a precision such as bf16)."""
+    """Every row of `path` as a dict; `config` names the published folder's config (a precision such as bf16). A
+    malformed JSONL line is a UsageError naming its line."""
     if path.is_dir() and (path / "tasks.parquet").is_file():
         path = path / "tasks.parquet"
     if path.is_dir():
-        import datasets
+        from opgen.publish.reading import load_rows
 
-        shown = datasets.is_progress_bar_enabled()
-        datasets.disable_progress_bars()   # a check's output is its table, not the loader's progress
-        try:
-            # read again, not from datasets' cache, which a rebuilt folder of the same name and sizes would hit
-            return datasets.load_dataset(str(path), config, split="train", download_mode="force_redownload").to_list()
-        finally:
-            if shown:
-                datasets.enable_progress_bars()
+        return load_rows(path, config, fresh=True)   # not datasets' cache, which a rebuilt folder would hit
     if path.suffix == ".parquet":
         import pyarrow.parquet as pq
 
         return pq.read_table(path).to_pylist()
-    with path.open(encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+    rows = []
+    for number, row in iter_jsonl(path):
+        if not isinstance(row, dict):
+            raise UsageError(f"{path}:{number}: not a JSON object")
+        rows.append(row)
+    return rows

@@ -29,6 +29,7 @@ from collections import Counter
 from pathlib import Path
 
 from filters.window import DEFAULT_WINDOW_MS
+from opgen.outcome import outcome_of
 from opgen.pipeline.report import seconds_share
 from opgen.pipeline.rundir import RunDir
 from opgen.sandbox.pool import is_out_of_memory
@@ -218,9 +219,13 @@ def profile_figures(run_dir: Path, compare_dir: Path | None = None, since_dir: P
     earlier = RunDir(since_dir) if since_dir is not None else None
     executed = finished_shards(earlier, "execute") if earlier else set()
     records = timed_records(run, finished_shards(earlier, "timing") if earlier else set())
-    window = json.loads((run.root / "config.json").read_text()).get("runtime_window_ms") or DEFAULT_WINDOW_MS
-    figures = {"execute": execute_profile(run, executed), "timing": timing_profile(records),
+    config = json.loads((run.root / "config.json").read_text())
+    window = config.get("runtime_window_ms") or DEFAULT_WINDOW_MS
+    figures = {"timed": config.get("device") == "cuda" or bool(config.get("cpu_timing")),
+               "execute": execute_profile(run, executed), "timing": timing_profile(records),
                "window": window_profile(records, tuple(window))}
+    if run.stats_path.is_file():   # what became of the candidates, as the build's summary says it
+        figures["outcome"] = outcome_of(json.loads(run.stats_path.read_text(encoding="utf-8")))
     wall_s = run.recorded_seconds() - (earlier.recorded_seconds() if earlier else 0.0)
     figures["rates"] = rate_profile(figures["execute"], figures["timing"], wall_s)
     if compare_dir is not None:

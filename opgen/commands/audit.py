@@ -6,7 +6,7 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from opgen.commands.paths import require_existing
+from opgen.commands.paths import REFERENCE_HELP, require_existing
 from opgen.errors import UsageError
 from opgen.jsonl import require_writable
 
@@ -16,7 +16,7 @@ def register(sub) -> None:
                             description="Check, from the rows alone (nothing is run), the claims a dataset's card "
                                         "makes: the size and the CUDA-Agent data_source quotas (--n), one seed, no "
                                         "exact or near duplicate, no KernelBench family-signature match, no task "
-                                        "that accepts zeros, a constant or another draw on 99%% of its values, no "
+                                        "that accepts zeros, a constant or another draw on 99% of its values, no "
                                         "same-shape twin, every GPU-timed eager time in 1-100 ms. Exit 1 when a "
                                         "claim fails. `opgen check` runs the rows again.")
     parser.add_argument("dataset", metavar="DATASET",
@@ -25,9 +25,7 @@ def register(sub) -> None:
     parser.add_argument("--seed", type=int, default=None,
                         help="the seed the card claims (default: any one seed for every row)")
     parser.add_argument("--config", default="default", help="the config to read (a precision: bf16, fp16)")
-    parser.add_argument("--reference", default=None,
-                        help="KernelBench: a JSONL/parquet file, a checkout or a Hub id (default: $OPGEN_KERNELBENCH, "
-                             "else the Hub)")
+    parser.add_argument("--reference", default=None, help=REFERENCE_HELP)
     parser.add_argument("--json", default=None, metavar="OUT", help="also write the claims here")
     parser.add_argument("--families", action="store_true",
                         help="also print the family mix: distinct families and chains, near-duplicate pairs, "
@@ -49,6 +47,8 @@ def run(args) -> int:
         require_writable(args.json, "--json")
     try:
         rows = read_task_rows(Path(args.dataset), args.config)
+    except UsageError:
+        raise
     except Exception as error:  # noqa: BLE001 - datasets' many errors: a folder that is no dataset, a config it lacks
         raise UsageError(f"cannot read {args.dataset} ({args.config}): {type(error).__name__}: {error}") from None
     found = claims(rows, args.reference, args.n, args.seed)

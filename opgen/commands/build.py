@@ -11,10 +11,11 @@ from filters.dedup.chains import DEFAULT_MAX_PER_CHAIN
 from opgen.commands.composition_options import add_composition_options, add_dtype_option, add_focus_option
 from opgen.commands.device_option import add_device_option, resolve_device
 from opgen.commands.machine_sizing import size_for_machine
-from opgen.commands.paths import require_existing
+from opgen.commands.paths import REFERENCE_HELP, require_existing
 from opgen.commands.timing_options import add_timing_options, timing_options
 from opgen.errors import UsageError
 from opgen.jsonl import require_writable
+from opgen.outcome import outcome_line, word
 from opgen.pipeline.build import BuildConfig, run_build
 from opgen.pipeline.config import CHAIN_SHARE
 from opgen.pipeline.executors import make_executor
@@ -36,8 +37,7 @@ def register(sub) -> None:
                              "--device cuda the cores left after the timing workers)")
     parser.add_argument("--vocab-plugin", action="append", default=[], metavar="FILE",
                         help="extra operator specs (repeatable)")
-    parser.add_argument("--reference", default=None,
-                        help="KernelBench: hub id, checkout or JSONL/parquet file (default ScalingIntelligence/KernelBench)")
+    parser.add_argument("--reference", default=None, help=REFERENCE_HELP)
     parser.add_argument("--shard-size", type=int, default=16, help="candidates per shard (default 16)")
     parser.add_argument("--max-per-chain", type=int, default=None,
                         help="tasks kept at most per chain of operator families, one per size regime (default: "
@@ -100,6 +100,21 @@ def require_inputs(args) -> None:
             require_existing(args.resume_from, "--resume-from")
 
 
+def print_outcome(funnel, stats: dict) -> None:
+    """The funnel by stage, then what became of every candidate (the words of opgen/outcome.py, adding up)."""
+    counts = stats["outcome"]
+    print(funnel.table(totals=False))
+    print("\n" + outcome_line(counts))
+    if counts["rejected"]:
+        print("rejected: " + ", ".join(f"{reason} {n}" for reason, n in
+                                       sorted(stats["rejected"].items(), key=lambda item: (-item[1], item[0]))))
+    if counts["unjudged"]:
+        print(f"{word('unjudged')}: {counts['unjudged']}, in {stats['skipped_shards']} shard(s) skipped once their "
+              "source's quota was met")
+    by_source = ", ".join(f"{s} {v['tasks']}/{v['quota']}" for s, v in stats["by_source"].items() if v["quota"])
+    print(f"{stats['tasks']} of {stats['wanted']} tasks ({by_source}) in {stats['rounds']} round(s)")
+
+
 def run(args) -> int:
     timing = timing_options(args, "cuda")
     if args.timing_workers is not None and args.timing_workers < 1:
@@ -138,15 +153,12 @@ def run(args) -> int:
             executor.close()   # its workers give the machine back to the held-out stage's
         if result.tasks and (device == "cuda" if args.held_out is None else args.held_out):
             _add_held_out(result.run_dir, device, sizing, len(gpus), not args.no_progress)
+    except KeyboardInterrupt:   # the CLI says it in one line, with where the work is kept
+        kept = f"--save-state {args.save_state}" if args.save_state else args.out
+        raise KeyboardInterrupt(f"{kept} keeps every finished stage; the same command goes on from it") from None
     finally:
         signal.signal(signal.SIGTERM, previous)
-    print(result.funnel.table())
-    by_source = ", ".join(f"{s} {v['tasks']}/{v['quota']}" for s, v in result.stats["by_source"].items() if v["quota"])
-    print(f"\n{result.tasks} of {result.wanted} tasks ({by_source}) from {result.stats['candidates']} candidates "
-          f"in {result.stats['rounds']} round(s)")
-    if result.stats["skipped_candidates"]:
-        print(f"{result.stats['skipped_candidates']} of the kept were never judged: in {result.stats['skipped_shards']} "
-              f"shard(s) skipped once their source's quota was met")
+    print_outcome(result.funnel, result.stats)
     focus = result.stats.get("focus")
     if focus:
         print(f"focus ({' '.join(focus['requested'])}): tasks holding each focused operator: "

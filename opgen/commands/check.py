@@ -38,7 +38,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from opgen.pipeline.check import check_dataset
-    from opgen.pipeline.retime import require_dataset
+    from opgen.publish.reading import require_dataset
 
     if args.sample < 0:
         raise UsageError("--sample must be 0 (all rows) or more")

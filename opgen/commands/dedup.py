@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from opgen.commands.paths import REFERENCE_HELP
 from opgen.errors import UsageError
 from opgen.jsonl import read_inputs, require_writable, write_jsonl
 
@@ -12,14 +13,10 @@ def register(sub) -> None:
     from filters.dedup.chains import DEFAULT_MAX_PER_CHAIN
     from filters.dedup.decontam import CONTAMINATION_THRESHOLD
     from filters.dedup.near import DUPLICATE_THRESHOLD, NUM_PERM, SHINGLE_SIZE
-    from kernels_ref import DEFAULT_REFERENCE
-
     parser = sub.add_parser("dedup", help="dedup and decontaminate against KernelBench; one verdict per input")
     parser.add_argument("--input", required=True, help="JSONL of records (with `code`) or a folder of .py tasks")
     parser.add_argument("--out", required=True, help="verdicts JSONL, one line per input, in input order")
-    parser.add_argument("--reference", default=DEFAULT_REFERENCE,
-                        help="KernelBench: a Hub dataset id, a checkout folder, or a JSONL/parquet file with code, "
-                             f"level, name, problem_id (default {DEFAULT_REFERENCE}; env OPGEN_KERNELBENCH)")
+    parser.add_argument("--reference", default=None, help=REFERENCE_HELP)
     parser.add_argument("--existing", default=None,
                         help="JSONL of already accepted records: they always survive, new copies of them are duplicates")
     parser.add_argument("--threshold", type=float, default=CONTAMINATION_THRESHOLD,

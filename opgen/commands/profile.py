@@ -1,4 +1,5 @@
-"""`opgen profile`: where a build's time went, from its run folder or state file; --realism for its compositions."""
+"""`opgen profile`: what a build made and where its time went, from its run folder or state file, as a summary (every
+figure as JSON with --json); --realism for its compositions."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ from opgen.jsonl import require_writable
 def register(sub) -> None:
     parser = sub.add_parser("profile", help="where a build's time went (run folder or state file); --realism",
                             description="Read a build's run folder, or its --save-state file, finished or not, and "
-                                        "print as JSON where the time went: each check's seconds per candidate, the "
-                                        "workers' CPU and lock-wait shares, memory retries and GPU peaks, the timing "
-                                        "stage's holds and the window's rejections, and the rates a minute.")
+                                        "print what became of its candidates and where the time went: each check's "
+                                        "seconds per candidate, the workers' CPU and lock-wait shares, memory "
+                                        "retries and GPU peaks, the timing stage's holds and the window's "
+                                        "rejections, and the rates a minute. --json prints every figure as JSON.")
     parser.add_argument("run", metavar="RUN", help="a run folder, or a build's state file (--save-state)")
     parser.add_argument("--compare", default=None, metavar="OTHER",
                         help="another run folder or state: the timings of the tasks both timed, side by side")
@@ -26,7 +28,9 @@ def register(sub) -> None:
                              "build's candidates (drawn, kept by dedup, published, each rejection)")
     parser.add_argument("--composition-prior", default=None, metavar="FILE",
                         help="the real models' family pairs for --realism (default: the shipped prior)")
-    parser.add_argument("--json", default=None, metavar="OUT", help="also write the figures here")
+    parser.add_argument("--json", nargs="?", const="-", default=None, metavar="OUT",
+                        help="every figure as JSON: on stdout in place of the summary, or, with OUT, into that file "
+                             "beside the summary")
     parser.set_defaults(func=run)
 
 
@@ -37,11 +41,12 @@ def run(args) -> int:
     for path, what in ((args.run, "RUN"), (args.compare, "--compare"), (args.since, "--since"),
                        (args.composition_prior, "--composition-prior")):
         require_existing(path, what)
-    if args.json is not None:
+    to_file = args.json not in (None, "-")
+    if to_file:
         require_writable(args.json, "--json")
     with tempfile.TemporaryDirectory() as scratch:
-        # --realism reads the tasks finished so far, which a state holds only once written out as a build writes them
-        run_dir = run_folder(Path(args.run), Path(scratch) / "run", with_outputs=args.realism)
+        # a state's outcome (and --realism) reads the tasks finished so far, written out as a build writes them
+        run_dir = run_folder(Path(args.run), Path(scratch) / "run", with_outputs=True)
         compare_dir, since_dir = (run_folder(Path(path), Path(scratch) / name) if path else None
                                   for path, name in ((args.compare, "compare"), (args.since, "since")))
         figures = profile_figures(run_dir, compare_dir, since_dir)
@@ -52,11 +57,17 @@ def run(args) -> int:
 
             figures["realism"] = realism_table(candidate_fates(RunDir(run_dir)), load_prior(args.composition_prior))
     text = json.dumps(figures, indent=1)
-    print(text)
+    if args.json == "-":
+        print(text)
+        return 0
+    from opgen.analysis.profile_text import profile_summary
+
+    print(profile_summary(figures, args.run))
     if args.realism:
         from opgen.analysis.realism import realism_markdown
 
-        print("\n" + realism_markdown(figures["realism"]))
-    if args.json is not None:
+        print("\nadjacent family pairs that real models have, by what became of the candidates:\n"
+              + realism_markdown(figures["realism"]))
+    if to_file:
         Path(args.json).write_text(text + "\n", encoding="utf-8")
     return 0

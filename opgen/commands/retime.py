@@ -30,7 +30,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from opgen.pipeline.retime import require_dataset, retime
+    from opgen.pipeline.retime import retime
+    from opgen.publish.reading import require_dataset
 
     check_trial_counts(args)
     if args.name is not None and not args.name.replace("-", "").isalnum():

@@ -18,6 +18,7 @@ from opgen.commands.composition_options import (
 )
 from opgen.commands.vocab import add_vocab_plugin_option, load_or_fail
 from opgen.errors import UsageError
+from opgen.interrupts import spared_children
 from opgen.jsonl import require_writable
 from opgen.sample.focus import check_focus, focused_mix, resolve_focus
 from opgen.sample.sampler import DEFAULT_MIX
@@ -79,7 +80,9 @@ def run(args) -> int:
                 bar.update(len(lines))
         else:
             with ProcessPoolExecutor(max_workers=args.workers) as pool:
-                for lines in pool.map(_sample_chunk, jobs):
+                with spared_children():   # the workers start as the jobs go in; the terminal's Ctrl-C is ours
+                    results = pool.map(_sample_chunk, jobs)
+                for lines in results:
                     handle.write("".join(line + "\n" for line in lines))
                     bar.update(len(lines))
     bar.close()

@@ -42,7 +42,7 @@ def _cached_rows(dataset: str, config: str, download_to: str | None) -> tuple[di
     if path.is_file():
         rows = [{field: record.get(field) for field in ROW_FIELDS} for record in read_inputs(path)]
     else:
-        from opgen.pipeline.retime import load_tasks, resolve_dataset  # torch and datasets only when needed
+        from opgen.publish.reading import load_tasks, resolve_dataset  # torch and datasets only when needed
 
         folder, _ = resolve_dataset(dataset, download_to)
         rows = load_tasks(folder, ROW_FIELDS, fresh=True, config=config)   # the files as they are, not a cache of them

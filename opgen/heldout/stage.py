@@ -69,6 +69,8 @@ def check_held_out(records: list[dict], *, device: str = "cpu", workers: int = 2
     from opgen.taskcode.sizes import parse_configs
 
     configs = [parse_configs(r.get("held_out_sizes")) for r in records]
+    if not any(configs):   # rows without held-out sizes (a CPU build's): no worker to start
+        return [[] for _ in records]
     payloads = [{"code": r["code"], "id": r.get("id"), "device": device, "seed": seed, "configs": c}
                 for r, c in zip(records, configs)]
     pool, _ = _pool(device, workers, timeout_s, memory_mb)

@@ -26,6 +26,7 @@ from tqdm import tqdm
 
 from filters.base import Funnel
 from filters.dedup.near import DEDUP_STAGE, dedup_verdicts
+from kernels_ref import resolve_reference
 from opgen.errors import MachineFault, UsageError
 from opgen.pipeline import rounds
 from opgen.pipeline.config import BuildConfig, BuildResult, load_reference_index
@@ -125,6 +126,7 @@ class Build:
         if self.config.timing_device == "cuda":
             require_recorded_gpu_model(self.rundir, visible_gpu_models())
         self.rundir.open_log()
+        log.info("KernelBench: %s", resolve_reference(self.config.reference))
         if restored is not None:
             log.info("restored %d finished stages from %s", restored, self.resume_from)
         if self.config.timing_device == "cuda":

@@ -18,7 +18,7 @@ from filters.validate import validate_records
 from filters.window import Window
 from opgen.errors import UsageError
 from opgen.heldout.stage import check_held_out
-from opgen.pipeline.retime import load_tasks, resolve_dataset
+from opgen.publish.reading import load_tasks, resolve_dataset
 from opgen.timing.driver import TimingOptions, time_records
 
 CHECK_FIELDS = ("id", "code", "flops", "bytes_moved", "eager_ms", "hardware", "held_out_sizes")

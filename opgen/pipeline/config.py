@@ -17,8 +17,6 @@ from opgen.sample.sampler import DEFAULT_MIX
 from opgen.taskcode.dtypes import DEFAULT_DTYPE, DTYPES
 from opgen.vocab.prior import PRIOR_PATH
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-OFFLINE_REFERENCE = REPO_ROOT.parent / "shared" / "kernelbench" / "problems.jsonl"
 log = logging.getLogger("opgen.build")
 
 
@@ -132,18 +130,8 @@ class BuildResult:
 
 
 def load_reference_index(reference: str | None):
-    """The KernelBench index; the Hub default falls back to the offline copy next to the repo when unreachable."""
-    from kernels_ref import DEFAULT_REFERENCE, reference_index
-    from opgen.hub import hub_unreachable
+    """The KernelBench index of `reference` (--reference), else of the one rule every command follows
+    (`kernels_ref.resolve_reference`)."""
+    from kernels_ref import reference_index
 
-    source = reference or DEFAULT_REFERENCE
-    if reference is None and OFFLINE_REFERENCE.is_file() and hub_unreachable():
-        log.warning("Hugging Face Hub unreachable; KernelBench from the offline copy %s", OFFLINE_REFERENCE)
-        return reference_index(str(OFFLINE_REFERENCE))
-    try:
-        return reference_index(source)
-    except UsageError:
-        if reference is None and OFFLINE_REFERENCE.is_file():
-            log.warning("KernelBench %s unreachable; using the offline copy %s", source, OFFLINE_REFERENCE)
-            return reference_index(str(OFFLINE_REFERENCE))
-        raise
+    return reference_index(reference)

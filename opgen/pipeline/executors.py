@@ -18,11 +18,13 @@ import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from multiprocessing import resource_tracker
 from pathlib import Path
 
 from tqdm import tqdm
 
 from opgen.errors import UsageError
+from opgen.interrupts import spared_children
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RAY_MAX_RETRIES = 3   # a job whose worker process died is run again this many times
@@ -123,7 +125,9 @@ class LocalExecutor:
             if key not in self._lanes:
                 self._lanes[key] = _Lanes(stage.name, self.lanes(stage))
             return self._lanes[key].submit(stage.fn, payload)
-        return self._get_pool().submit(stage.fn, payload)
+        pool = self._get_pool()
+        with spared_children():   # a pool worker it starts never sees the terminal's Ctrl-C
+            return pool.submit(stage.fn, payload)
 
     def stop(self, future: Future) -> bool:
         """Ask a running own-worker job to stop early (it comes back with `stopped`); whether it could be asked:
@@ -147,6 +151,9 @@ class LocalExecutor:
             # spawn, not fork: the driver has torch and threads loaded; a forked copy of them can deadlock.
             self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
                                              initializer=exit_with_parent, initargs=(os.getpid(),))
+            # spawn's resource tracker unblocks SIGINT in the thread that starts it: started now, not inside
+            # `spared_children` as the first worker starts (which would then see the terminal's Ctrl-C)
+            resource_tracker.ensure_running()
         return self._pool
 
     def close(self) -> None:

@@ -16,6 +16,7 @@ import pyarrow as pa
 from filters.base import Funnel, Verdict
 from filters.dedup.near import run_dedup
 from opgen.errors import UsageError
+from opgen.outcome import outcome_of
 from opgen.pipeline.config import chain_cap, load_reference_index
 from opgen.publish.folder import load_run
 from opgen.records import dataset_table
@@ -61,7 +62,9 @@ def _merged_stats(loaded: list[tuple[list[dict], dict, dict]], kept: list[dict],
     for source, entry in by_source.items():
         entry["tasks"] = tasks[source]
     first = loaded[0][1]
-    return {"tasks": len(kept), "wanted": sum(s["config"]["n"] for s in sources),
+    built = [outcome_of(stats) for _, stats, _ in loaded]
+    return {"outcome": {key: sum(counts[key] for counts in built) for key in built[0]},   # the builds', before the merge
+            "tasks": len(kept), "wanted": sum(s["config"]["n"] for s in sources),
             "candidates": sum(s.get("candidates", 0) for _, s, _ in loaded),
             "survivors": sum(s.get("survivors", 0) for _, s, _ in loaded),
             "surplus": sum(s.get("surplus", 0) for _, s, _ in loaded),

@@ -15,6 +15,7 @@ from filters.execute import STAGE_NAMES
 from filters.validate import SANDBOX_STAGE, VALIDATION_STAGES
 from filters.window import RuntimeWindow
 from opgen.jsonl import write_jsonl
+from opgen.outcome import outcome
 from opgen.pipeline.config import BuildResult
 from opgen.pipeline.rundir import RunDir, write_json
 from opgen.records import COLUMNS, dataset_table
@@ -207,6 +208,8 @@ def write_outputs(build, chosen: list[dict], surplus: list[dict], survivors: lis
     got = Counter(r["data_source"] for r in chosen)
     drawn = build._drawn()
     stats = {
+        # what became of every candidate (opgen/outcome.py): the summaries' words, adding up
+        "outcome": outcome(sum(drawn.values()), len(rejected), len(survivors), len(chosen)),
         "tasks": len(chosen), "wanted": config.n, "complete": len(chosen) == config.n,
         "candidates": sum(drawn.values()), "survivors": len(survivors), "surplus": len(surplus),
         "rounds": len(build.rounds), "seed": config.seed, "profile": config.profile,

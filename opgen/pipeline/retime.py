@@ -17,55 +17,9 @@ from opgen.publish.baselines import (
     replace_section,
     write_baseline_config,
 )
-from opgen.publish.upload import REPO_ID, upload_folder
+from opgen.publish.reading import load_tasks, resolve_dataset
+from opgen.publish.upload import upload_folder
 from opgen.timing.driver import TimingOptions, time_records
-
-
-def require_dataset(dataset: str) -> None:
-    """UsageError (one line, before any work) unless DATASET is a dataset folder, or names none here and reads as a
-    Hub id ORG/NAME: a missing folder is named as missing."""
-    path = Path(dataset).expanduser()
-    if path.is_dir():
-        if not (path / "README.md").is_file():
-            raise UsageError(f"{path} is not a dataset folder (no README.md card)")
-    elif path.exists() or not REPO_ID.match(dataset):
-        raise UsageError(f"dataset folder {dataset} does not exist (nor is it a Hub id ORG/NAME)")
-
-
-def resolve_dataset(dataset: str, out: str | None) -> tuple[Path, str | None]:
-    """A local dataset folder as it is, or a Hub dataset id downloaded (snapshot) into `out`; returns the
-    folder and the Hub id (None for a local folder)."""
-    require_dataset(dataset)
-    path = Path(dataset).expanduser()
-    if path.is_dir():
-        return path, None
-    from huggingface_hub import snapshot_download
-
-    target = Path(out or Path("data") / "retime" / dataset.replace("/", "__"))
-    try:
-        snapshot_download(repo_id=dataset, repo_type="dataset", local_dir=str(target))
-    except Exception as error:  # network, auth, missing repo: huggingface_hub raises many types
-        first = (str(error).strip().splitlines() or [""])[0][:300]
-        raise UsageError(f"no dataset folder {dataset} here, and it cannot be downloaded as a Hub id "
-                         f"({type(error).__name__}: {first})") from None
-    return target, dataset
-
-
-TASK_FIELDS = ("id", "code", "flops", "bytes_moved")
-
-
-def load_tasks(folder: Path, fields: tuple[str, ...] = TASK_FIELDS, fresh: bool = False,
-               config: str = "default") -> list[dict]:
-    """The dataset's tasks (`config`, train split), read with `datasets` as a consumer would: `fields` of each row
-    (absent columns read as None); `fresh` reads the files again instead of a cache of them."""
-    import datasets
-
-    try:
-        rows = datasets.load_dataset(str(folder), config, split="train",
-                                     download_mode="force_redownload" if fresh else None)
-    except Exception as error:
-        raise UsageError(f"cannot load {folder} with datasets ({type(error).__name__}: {error})") from None
-    return [{field: r.get(field) for field in fields} for r in rows]
 
 
 def retime(dataset: str, options: TimingOptions, *, out: str | None = None, name: str | None = None,

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from opgen.errors import UsageError
-from opgen.jsonl import read_jsonl, write_jsonl
+from opgen.jsonl import file_in_the_way, read_jsonl, write_jsonl
 
 # Fault injection for the resume tests: the process os._exit()s right after writing this many markers.
 FAULT_ENV = "OPGEN_FAULT_AFTER_MARKERS"
@@ -57,7 +57,9 @@ class RunDir:
         try:
             return self._claim(config)
         except OSError as error:
-            raise UsageError(f"cannot use {self.root} as the run folder: {error.strerror or error}") from None
+            blocker = file_in_the_way(self.root / "config.json")
+            why = f"{blocker} is not a folder" if blocker is not None else error.strerror or error
+            raise UsageError(f"cannot use {self.root} as the run folder: {why}") from None
 
     def _claim(self, config: dict) -> bool:
         if self.config_path.is_file():

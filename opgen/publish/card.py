@@ -8,6 +8,7 @@ from pathlib import Path
 
 from huggingface_hub import DatasetCard, DatasetCardData
 
+from opgen.outcome import MEANING, outcome_line, outcome_of, word
 from opgen.publish.family_mix import family_counts, pair_counts, prior_pair_share, share, task_families
 from opgen.publish.heldout_section import held_out_section
 from opgen.records import COLUMN_DOCS
@@ -65,8 +66,11 @@ def _funnel_section(stats: dict) -> list[str]:
         rejected = Counter(count["rejected"])
         reasons = ", ".join(f"`{r}` {n}" for r, n in rejected.most_common()) or "-"
         lines.append(f"| {name} | {count['seen']} | {count['kept']} | {sum(rejected.values())} | {reasons} |")
-    lines += ["", f"Candidates: {stats['candidates']}; survived every filter: {stats['survivors']}; "
-              f"in the dataset: {stats['tasks']} (surplus survivors beyond the per-source quota: {stats['surplus']}).",
+    counts = outcome_of(stats)
+    merged = (f" Publishing the builds as one dataset kept {stats['tasks']:,} of their {counts['tasks']:,} tasks "
+              "(the `merge` stage)." if stats.get("merged") else "")
+    lines += ["", f"{outcome_line(counts)}.{merged}", "",
+              *(f"- {word(key)}: {meaning}" for key, meaning in MEANING.items()),
               "", "| rejected for | candidates |", "|---|---:|"]
     lines += [f"| `{reason}` | {n} |" for reason, n in sorted(stats["rejected"].items(), key=lambda kv: -kv[1])]
     if not stats["rejected"]:

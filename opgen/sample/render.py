@@ -1,4 +1,4 @@
-"""Renders a sampled operator graph as a KernelBench-format task file (SPEC.md §1)."""
+"""Renders a sampled operator graph as a KernelBench-format task file (docs/spec.md, "A task")."""
 
 from __future__ import annotations
 

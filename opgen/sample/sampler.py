@@ -229,7 +229,7 @@ def sample_one(seed: int, index: int, profile: str = "smoke", vocab: Vocabulary 
                mix: dict[str, float] | None = None, source: str | None = None,
                composition: Composition = DEFAULT_COMPOSITION, focus: Sequence[str] | None = None,
                dtype: str = DEFAULT_DTYPE) -> dict:
-    """Candidate `index` of the run with this seed: a record with the SPEC.md columns known before execution."""
+    """Candidate `index` of the run with this seed: a record with the columns (docs/spec.md) known before execution."""
     vocab = vocab or cached_vocabulary()
     fallback = None
     for retry in range(MAX_ANALYSIS_RETRIES):

@@ -1,5 +1,5 @@
 """Machine faults: the one rule that tells an error of the machine (no CUDA, a lost GPU, a worker that cannot
-start) from an error of the task, so that the machine's never becomes a task's verdict (SPEC.md §3).
+start) from an error of the task, so that the machine's never becomes a task's verdict (docs/spec.md, "Reason codes").
 
 Two tests, both on a rejected candidate's error message:
 

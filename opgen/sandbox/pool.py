@@ -247,7 +247,8 @@ class SandboxPool:
         status STOPPED (the caller no longer needs them)."""
         results: list[SandboxResult | None] = [None] * len(payloads)
         pending = collections.deque(range(len(payloads)))
-        bar = tqdm(total=len(payloads), file=sys.stderr, disable=not progress, unit="task", dynamic_ncols=True)
+        bar = tqdm(total=len(payloads), file=sys.stderr, disable=not progress or not payloads, unit="task",
+                   dynamic_ncols=True)   # nothing to run: no bar
         selector = selectors.DefaultSelector()
         try:
             while pending or any(w.index is not None for w in self._pool):

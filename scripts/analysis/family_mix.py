@@ -18,14 +18,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from opgen.analysis.families import family_report  # noqa: E402
 from opgen.analysis.rows import read_task_rows  # noqa: E402
 from opgen.jsonl import read_jsonl  # noqa: E402
-from opgen.pipeline.config import OFFLINE_REFERENCE  # noqa: E402
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("input", type=Path, help="run folder, published folder, tasks parquet, or candidates JSONL")
-    parser.add_argument("--reference", default=str(OFFLINE_REFERENCE) if OFFLINE_REFERENCE.is_file() else None,
-                        help="KernelBench (default: the offline copy beside the clone, else $OPGEN_KERNELBENCH or the Hub)")
+    parser.add_argument("--reference", default=None, help="KernelBench (default: the README's rule, as every command)")
     parser.add_argument("--verdicts", type=Path, default=None, help="dedup verdicts: report the kept rows only")
     parser.add_argument("--top", type=int, default=15)
     parser.add_argument("--composition-prior", default=None, help="prior file (default: the shipped one)")

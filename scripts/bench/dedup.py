@@ -15,10 +15,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from filters.dedup.near import format_report, run_dedup  # noqa: E402
-from kernels_ref import reference_index  # noqa: E402
+from kernels_ref import reference_index, resolve_reference  # noqa: E402
 from opgen.records import task_id  # noqa: E402
 
-DEFAULT_REFERENCE = str(Path(__file__).resolve().parents[3] / "shared" / "kernelbench" / "problems.jsonl")
+DEFAULT_REFERENCE = resolve_reference()   # the README's rule, as every command
 
 
 def sampled_candidates(count: int, seed: int = 0) -> list[dict]:
