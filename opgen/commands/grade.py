@@ -8,10 +8,10 @@ import sys
 
 from kernels_ref.load import looks_like_path
 from opgen.commands.device_option import add_device_option, chosen_device
-from opgen.commands.machine_sizing import size_for_machine
 from opgen.commands.paths import require_existing
 from opgen.errors import UsageError
 from opgen.jsonl import require_writable
+from opgen.sandbox.machine_sizing import size_for_machine
 
 
 def register(sub) -> None:

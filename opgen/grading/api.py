@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from opgen.commands.device_option import resolve_device
-from opgen.commands.machine_sizing import size_for_machine
 from opgen.errors import UsageError
 from opgen.grading.run import GradeOptions, grade_task
 from opgen.grading.tasks import dataset_row, read_source, task_from_file
+from opgen.sandbox.gpus import resolve_device
+from opgen.sandbox.machine_sizing import size_for_machine
 
 
 def grade(solution: str | Path | None = None, *, solution_code: str | None = None, task: str | Path | None = None,

@@ -66,6 +66,19 @@ def require_cuda(option: str = "--device cuda") -> list[str]:
     raise UsageError(f"{option}: no CUDA device here{where}: {why}; run on a GPU machine or use --device cpu")
 
 
+def resolve_device(requested: str) -> tuple[str, list[str], str]:
+    """(cuda or cpu, the visible GPUs, what auto chose: "" for an explicit device). An explicit cuda needs a GPU
+    (else one UsageError line saying why there is none); auto takes CUDA when a GPU is visible, else the CPU."""
+    if requested == "cuda":
+        return "cuda", require_cuda(), ""
+    if requested == "cpu":
+        return "cpu", [], ""
+    gpus = visible_gpus()
+    device = "cuda" if gpus else "cpu"
+    seen = f"GPU(s) {', '.join(gpus)} visible" if gpus else "no CUDA device visible"
+    return device, gpus, f"--device auto: {device} ({seen})"
+
+
 def default_workers_per_gpu(gpu_count: int) -> int:
     """Half the CPU cores per GPU (compiles are CPU-bound; the rest feed the timed runs), 1 to 8."""
     return max(1, min(MAX_WORKERS_PER_GPU, (os.cpu_count() or 2) // max(1, gpu_count) // 2))
