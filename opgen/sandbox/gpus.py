@@ -48,6 +48,24 @@ def visible_gpu_models() -> list[str]:
     return [torch.cuda.get_device_name(i) for i in range(len(gpus))]
 
 
+def visible_gpu_arch_list() -> str | None:
+    """TORCH_CUDA_ARCH_LIST for the visible GPUs, spelt as torch's extension builder derives it from the devices
+    ("8.0;9.0+PTX"), read from nvidia-smi so this process does not initialise CUDA; None when it cannot tell."""
+    gpus = visible_gpus()
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        done = subprocess.run(["nvidia-smi", "--query-gpu=index,uuid,compute_cap", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=30)
+        if done.returncode == 0:
+            listed = [[field.strip() for field in line.split(",", 2)] for line in done.stdout.splitlines()
+                      if line.count(",") >= 2]
+            caps = sorted({cap for gpu in gpus for index, uuid, cap in listed
+                           if gpu in (index, uuid) or (gpu.startswith("GPU-") and uuid.startswith(gpu))},
+                          key=lambda cap: tuple(int(part) for part in cap.split(".")))
+            if caps:
+                return ";".join(caps[:-1] + [caps[-1] + "+PTX"])
+    return None
+
+
 def require_cuda(option: str = "--device cuda") -> list[str]:
     """The visible GPUs, or UsageError (one line, exit 2, before any work) saying why there are none: a CPU-only
     torch, no driver, a driver too old, CUDA_VISIBLE_DEVICES naming none."""
