@@ -5,7 +5,7 @@ from __future__ import annotations
 OK = "ok"
 REASONS = {
     OK: "correct on every input draw and configuration, before and after timing",
-    "parse_error": "the solution's source does not parse",
+    "parse_error": "the solution's source does not parse (or a completion holds no code block)",
     "unsafe_code": "the solution imports or calls what the sandbox forbids (files, processes, interpreter internals)",
     "tampering": "the solution changes the grader's world: patches a function or class of torch, time or the "
                  "grader, registers global hooks, leaves a torch function mode active, overrides an aten operator",
