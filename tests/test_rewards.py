@@ -93,6 +93,13 @@ def test_a_batch_of_completions_as_trl_passes_them(kernel_builds):
     assert all(isinstance(value, float) for value in rewards)
 
 
+def test_opgen_reward_itself_takes_the_trainers_call(kernel_builds, monkeypatch):
+    monkeypatch.setenv("OPGEN_EXTENSIONS_DIR", str(kernel_builds))   # the default options find the session's build
+    assert opgen.reward(["p", "p"], [fenced(HONEST), "```python\n```"], code=[LINEAR] * 2, id=["a", "b"]) == [1.0, -1.0]
+    with pytest.raises(UsageError, match="needs its task"):   # no task for the completions: bad input, not a score
+        opgen.reward(["p"], [fenced(HONEST)])
+
+
 def test_verl_shapes_and_tasks_by_id(tmp_path, kernel_builds):
     options = {"device": "cpu", "extensions_dir": str(kernel_builds)}
     assert opgen.compute_score("opgen", fenced(HONEST), LINEAR, {"atol": 1e-2}, **options) == 1.0

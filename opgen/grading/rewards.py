@@ -28,10 +28,15 @@ def grade_completions(completions: Sequence, tasks: Sequence[dict], options: Gra
     lines: list[dict | None] = []
     codes: list[str] = []
     for completion in completions:
-        code = extract_code(completion)
+        try:
+            code = extract_code(completion)
+            line = static_line(code, options) if code is not None else \
+                {"correct": False, "reason": "parse_error", "detail": "no ```python code block in the completion"}
+        except Exception as error:  # noqa: BLE001 - whatever a completion holds, it scores, it never raises
+            code, line = None, {"correct": False, "reason": "parse_error",
+                                "detail": f"the completion cannot be read: {type(error).__name__}: {error}"}
         codes.append(code or "")
-        lines.append(static_line(code, options) if code is not None else
-                     {"correct": False, "reason": "parse_error", "detail": "no ```python code block in the completion"})
+        lines.append(line)
     todo = [i for i, line in enumerate(lines) if line is None]
     threads = worker_threads(options)
     graded = run_grades([payload_for(tasks[i], codes[i], options, threads) for i in todo], options)
