@@ -45,3 +45,21 @@ def side_by_side(lane: Callable[[int], None], lanes: tuple[int, ...] = (0, 1), t
         thread.start()
     for thread in threads:
         thread.join(timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def kernel_builds(tmp_path_factory) -> Path:
+    """One folder of extension builds for the session, the tests' shared C++ extension (tests/kernel_solutions.py)
+    compiled into it once by the grader's compile stage: every solution that embeds it loads this build."""
+    from opgen.grading.extensions import compile_stage
+    from opgen.grading.run import GradeOptions, payload_for
+    from opgen.grading.tasks import task_from_file
+    from tests.kernel_solutions import HONEST, LINEAR_GELU, build_tools_or_fail
+
+    build_tools_or_fail()
+    root = tmp_path_factory.mktemp("extension-builds")
+    options = GradeOptions(device="cpu", extensions_dir=str(root))
+    payload = payload_for(task_from_file(LINEAR_GELU), HONEST, options, threads=1)
+    assert compile_stage([payload], options) == {}, "the shared test extension failed to compile"
+    assert [e["name"] for e in payload["compiled"]["extensions"]] == ["opgen_test_kernels"]
+    return root

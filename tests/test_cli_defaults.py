@@ -10,7 +10,8 @@ import pytest
 
 import opgen.commands.build as build_command
 from opgen.cli import build_parser, main
-from opgen.commands.device_option import chosen_device, resolve_device
+from opgen.commands.device_option import chosen_device
+from opgen.sandbox.gpus import resolve_device
 
 
 def subparsers() -> dict[str, argparse.ArgumentParser]:

@@ -19,10 +19,11 @@ LAYERS = {
     "opgen.sandbox": 2, "kernels_ref": 2,
     "opgen.sample": 3, "opgen.mining": 3, "filters": 3, "opgen.timing": 3, "opgen.publish": 3,
     "opgen.pipeline": 4, "opgen.grading": 4, "opgen.heldout": 4, "opgen.analysis": 4,
-    "opgen.commands": 5, "opgen.cli": 5, "opgen.__main__": 5, "opgen": 5, "opgen.grading.api": 5,
+    "opgen.agent": 5, "opgen.commands": 5, "opgen.cli": 5, "opgen.__main__": 5, "opgen": 5,
 }
 NEVER = {"filters": ("opgen.pipeline", "opgen.timing", "opgen.commands", "opgen.cli"),
-         "kernels_ref": ("opgen.pipeline", "opgen.timing", "opgen.commands", "opgen.cli", "filters")}
+         "kernels_ref": ("opgen.pipeline", "opgen.timing", "opgen.commands", "opgen.cli", "filters"),
+         "opgen.grading": ("opgen.commands", "opgen.cli", "opgen.agent")}
 
 
 def unit_of(module: str) -> str | None:
@@ -76,6 +77,15 @@ def test_filters_and_kernels_ref_stay_below_pipeline_timing_and_cli():
            if any(su == low and any(tu == high or tu.startswith(high + ".") for high in highs)
                   for low, highs in NEVER.items())]
     assert not bad, "\n".join(bad)
+
+
+def test_the_grader_does_not_depend_on_the_command_layer():
+    """opgen.grading (opgen.grade and opgen.reward included) runs without the CLI: what it shares with the commands
+    (the device choice, the machine's sizing) lives below both, in opgen.sandbox."""
+    assert unit_of("opgen.grading.api") == "opgen.grading" and LAYERS["opgen.grading"] < LAYERS["opgen.commands"]
+    into_commands = [f"{s} imports {t}" for s, t, su, tu in edges()
+                     if su == "opgen.grading" and tu in ("opgen.commands", "opgen.cli", "opgen.agent")]
+    assert not into_commands, "\n".join(into_commands)
 
 
 def test_units_form_no_cycle():

@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from opgen.commands import machine_sizing
-from opgen.commands.machine_sizing import size_for_machine
+from opgen.sandbox import machine_sizing
+from opgen.sandbox.machine_sizing import size_for_machine
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from opgen.commands import (
     time,
     validate,
     vocab,
+    workdir,
 )
 
-COMMANDS = (vocab, sample, validate, dedup, time, build, publish, retime, heldout, check, audit, profile, grade, prior)
+COMMANDS = (vocab, sample, validate, dedup, time, build, publish, retime, heldout, check, audit, profile, grade, workdir, prior)

@@ -9,8 +9,7 @@ from pathlib import Path
 
 from filters.dedup.chains import DEFAULT_MAX_PER_CHAIN
 from opgen.commands.composition_options import add_composition_options, add_dtype_option, add_focus_option
-from opgen.commands.device_option import add_device_option, resolve_device
-from opgen.commands.machine_sizing import size_for_machine
+from opgen.commands.device_option import add_device_option
 from opgen.commands.paths import REFERENCE_HELP, require_existing
 from opgen.commands.timing_options import add_timing_options, timing_options
 from opgen.errors import UsageError
@@ -19,6 +18,8 @@ from opgen.outcome import outcome_line, word
 from opgen.pipeline.build import BuildConfig, run_build
 from opgen.pipeline.config import CHAIN_SHARE
 from opgen.pipeline.executors import make_executor
+from opgen.sandbox.gpus import resolve_device
+from opgen.sandbox.machine_sizing import size_for_machine
 
 
 def register(sub) -> None:

@@ -6,9 +6,9 @@ import json
 import sys
 
 from opgen.commands.device_option import add_device_option, chosen_device
-from opgen.commands.machine_sizing import size_for_machine
 from opgen.errors import UsageError
 from opgen.jsonl import require_writable
+from opgen.sandbox.machine_sizing import size_for_machine
 
 
 def register(sub) -> None:

@@ -8,10 +8,10 @@ import sys
 
 from kernels_ref.load import looks_like_path
 from opgen.commands.device_option import add_device_option, chosen_device
-from opgen.commands.machine_sizing import size_for_machine
 from opgen.commands.paths import require_existing
 from opgen.errors import UsageError
 from opgen.jsonl import require_writable
+from opgen.sandbox.machine_sizing import grading_workers, size_for_machine
 
 
 def register(sub) -> None:
@@ -20,9 +20,9 @@ def register(sub) -> None:
         description="Grade a KernelBench-style solution (a file defining ModelNew, built with the task's "
                     "get_init_inputs()) in a sandboxed worker: correct on several fresh input draws at the task's "
                     "tolerance, safe against known hacks, and on a GPU timed against eager and torch.compile with "
-                    "the dataset's protocol. One solution: prints one JSON object, exit 0 correct, 1 not, 2 bad "
-                    "input. A folder (--solutions): one JSON line per task and the summary figures "
-                    "(docs/grading.md).")
+                    "the dataset's protocol. Each grade carries CUDA-Agent's milestone reward (-1, 1, 2, 3). One "
+                    "solution: prints one JSON object, exit 0 correct, 1 not, 2 bad input. A folder (--solutions): "
+                    "one JSON line per task and the summary figures (docs/grading.md).")
     source = parser.add_argument_group("what to grade")
     source.add_argument("--task", default=None, help="a task file (KernelBench format)")
     source.add_argument("--dataset", default=None,
@@ -42,6 +42,9 @@ def register(sub) -> None:
                      help="time solution and baselines (default: on CUDA only)")
     how.add_argument("--compile-baseline", action=argparse.BooleanOptionalAction, default=None,
                      help="time torch.compile of the reference too (default: when timing on CUDA)")
+    how.add_argument("--kernels-only", action="store_true",
+                     help="CUDA-Agent's rule: the solution's forward may run only its own kernels (C++/CUDA "
+                          "extensions, Triton) and glue, no PyTorch compute operator (reason torch_operator)")
     how.add_argument("--warmups", type=int, default=10)
     how.add_argument("--trials", type=int, default=100, help="the most trials (adaptive, from --min-trials)")
     how.add_argument("--min-trials", type=int, default=10)
@@ -73,23 +76,15 @@ def run(args) -> int:
             require_writable(path, option)
     device, gpus = chosen_device(args.device)
     sizing = size_for_machine(device, len(gpus), None, None, args.memory_mb)
-    workers = args.workers or (_default_workers(device, len(gpus)) if folder_mode else 1)
+    workers = args.workers or (grading_workers(device, len(gpus)) if folder_mode else 1)
     options = GradeOptions(device=device, draws=args.draws, seed=args.seed, timing=args.timing,
                            compile_baseline=args.compile_baseline, warmups=args.warmups, trials=args.trials,
                            min_trials=args.min_trials, timeout_s=args.timeout,
                            memory_mb=sizing.memory_mb or None,
-                           workers=workers)
+                           workers=workers, kernels_only=args.kernels_only)
     if folder_mode:
         return _grade_folder(args, options)
     return _grade_one(args, options)
-
-
-def _default_workers(device: str, gpus: int) -> int:
-    if device != "cuda":
-        return 2
-    from opgen.sandbox.gpus import default_workers_per_gpu
-
-    return default_workers_per_gpu(gpus) * max(1, gpus)
 
 
 def _grade_one(args, options) -> int:

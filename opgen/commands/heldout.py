@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from opgen.commands.device_option import add_device_option, chosen_device
-from opgen.commands.machine_sizing import size_for_machine
 from opgen.commands.paths import require_existing
 from opgen.errors import UsageError
+from opgen.sandbox.machine_sizing import size_for_machine
 
 
 def register(sub) -> None:

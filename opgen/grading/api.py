@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from opgen.commands.device_option import resolve_device
-from opgen.commands.machine_sizing import size_for_machine
 from opgen.errors import UsageError
 from opgen.grading.run import GradeOptions, grade_task
 from opgen.grading.tasks import dataset_row, read_source, task_from_file
+from opgen.sandbox.gpus import resolve_device
+from opgen.sandbox.machine_sizing import grading_workers, size_for_machine
 
 
 def grade(solution: str | Path | None = None, *, solution_code: str | None = None, task: str | Path | None = None,
@@ -20,8 +20,8 @@ def grade(solution: str | Path | None = None, *, solution_code: str | None = Non
     the build's limit on this machine; 0 for none).
 
     Returns the grade: `correct`, `reason` ("ok" or the code of what failed), `detail`, the worst error
-    (`max_abs_error`, `tolerance_ratio`), and when timed `solution_ms`, `eager_ms`, `compile_ms`, `speedup_eager`,
-    `speedup_compile` (docs/grading.md). Raises UsageError for bad input (a task that itself fails included) and
+    (`max_abs_error`, `tolerance_ratio`), the milestone `reward` (-1, 1, 2, 3), and when timed `solution_ms`,
+    `eager_ms`, `compile_ms`, `speedup_eager`, `speedup_compile` (docs/grading.md). Raises UsageError for bad input (a task that itself fails included) and
     MachineFault when the machine cannot run the work; neither is a verdict on the solution."""
     if (solution is None) == (solution_code is None):
         raise UsageError("give exactly one of solution (a file) and solution_code")
@@ -34,8 +34,21 @@ def grade(solution: str | Path | None = None, *, solution_code: str | None = Non
         row = {"id": "task", "code": task_code}
     else:
         row = dataset_row(str(dataset), str(id), config, download_to)
-    device, gpus, _ = resolve_device(options.get("device", "auto"))
+    return grade_task(row, code, resolved_options(options))
+
+
+def resolved_options(options: dict, batch: bool = False) -> GradeOptions:
+    """GradeOptions from keyword options, the machine filling what is left out: the device ("auto": CUDA when a GPU
+    is visible), the memory limit (the build's on this machine), and for a batch the workers (as a folder's)."""
+    options = dict(options)
+    device, gpus, _ = resolve_device(options.get("device") or "auto")
     options["device"] = device
     if options.get("memory_mb") is None:   # the build's limit on this machine (0: none)
         options["memory_mb"] = size_for_machine(device, len(gpus), None, None, None).memory_mb
-    return grade_task(row, code, GradeOptions(**options))
+    if batch and options.get("workers") is None:
+        options["workers"] = grading_workers(device, len(gpus))
+    options = {key: value for key, value in options.items() if value is not None}
+    try:
+        return GradeOptions(**options)
+    except TypeError as error:   # an option GradeOptions does not have
+        raise UsageError(f"unknown grading option: {error}") from None

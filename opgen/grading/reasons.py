@@ -5,11 +5,15 @@ from __future__ import annotations
 OK = "ok"
 REASONS = {
     OK: "correct on every input draw and configuration, before and after timing",
-    "parse_error": "the solution's source does not parse",
+    "parse_error": "the solution's source does not parse (or a completion holds no code block)",
     "unsafe_code": "the solution imports or calls what the sandbox forbids (files, processes, interpreter internals)",
     "tampering": "the solution changes the grader's world: patches a function or class of torch, time or the "
                  "grader, registers global hooks, leaves a torch function mode active, overrides an aten operator",
     "invalid_solution": "no ModelNew, or ModelNew(*get_init_inputs()) is not an nn.Module",
+    "compile_error": "the solution's C++/CUDA extension failed to compile (or passed the compile time limit) on a CPU "
+                     "worker",
+    "torch_operator": "under the kernels-only rule: the solution's forward ran PyTorch compute operators (or "
+                      "torch.compile's code, or numpy) instead of its own kernels",
     "exec_error": "building or calling ModelNew raised",
     "timeout": "the solution ran past the time limit",
     "crash": "the worker running the solution died (segfault, abort, os._exit)",

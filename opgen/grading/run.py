@@ -15,6 +15,8 @@ from tqdm import tqdm
 
 from opgen.errors import MachineFault, UsageError
 from opgen.grading.configs import derive_sizes, input_configs
+from opgen.grading.extensions import compile_stage, extension_settings
+from opgen.grading.milestones import milestone_reward
 from opgen.grading.scan import static_verdict
 from opgen.grading.summary import summarize_grades
 from opgen.grading.tasks import dataset_rows, read_source, solution_files
@@ -51,6 +53,10 @@ class GradeOptions:
     timeout_s: float = 300.0
     memory_mb: int | None = None      # resident memory limit per worker (MB); None or 0: none
     workers: int = 1
+    kernels_only: bool = False        # CUDA-Agent's rule: no PyTorch compute operators in the solution's forward
+    breakdown: bool = False           # with timing: where the solution's and the reference's time goes, kernel by kernel
+    compile_timeout_s: float = 600.0  # seconds to compile a solution's C++/CUDA extensions on a CPU worker
+    extensions_dir: str | None = None  # where extensions are built (default: $OPGEN_EXTENSIONS_DIR, else a temp folder)
 
     def __post_init__(self) -> None:
         if self.device not in ("cuda", "cpu"):
@@ -59,8 +65,8 @@ class GradeOptions:
             raise UsageError("draws must be at least 1")
         if self.trials < 1 or self.warmups < 0 or self.min_trials < 1:
             raise UsageError("trials and min_trials must be at least 1, warmups at least 0")
-        if self.timeout_s <= 0 or self.workers < 1:
-            raise UsageError("the timeout must be above 0 and workers at least 1")
+        if self.timeout_s <= 0 or self.compile_timeout_s <= 0 or self.workers < 1:
+            raise UsageError("the timeouts must be above 0 and workers at least 1")
 
     @property
     def timed(self) -> bool:
@@ -77,12 +83,13 @@ def payload_for(task: dict, solution_code: str, options: GradeOptions, threads: 
             "derive_sizes": derive_sizes(task),
             "atol": task.get("atol"), "rtol": task.get("rtol"), "timing": options.timed,
             "compile_baseline": options.with_compile, "warmups": options.warmups, "trials": options.trials,
-            "min_trials": options.min_trials, "threads": threads}
+            "min_trials": options.min_trials, "threads": threads, "kernels_only": options.kernels_only,
+            "breakdown": options.breakdown and options.timed, "extensions": extension_settings(options)}
 
 
-def _pool(options: GradeOptions) -> SandboxPool:
+def grading_pool(options: GradeOptions) -> SandboxPool:
     """The grading workers, kept for the life of this process (a trainer's repeated calls skip their start-up)."""
-    threads = _threads(options)
+    threads = worker_threads(options)
     memory = _memory_mb(options)
     key = (options.device, options.workers, float(options.timeout_s), memory)
     return _POOLS.get(key, lambda: SandboxPool(options.workers, options.timeout_s, memory,
@@ -93,8 +100,8 @@ def _memory_mb(options: GradeOptions) -> int | None:
     return options.memory_mb or None
 
 
-def _static_line(solution_code: str) -> dict | None:
-    found = static_verdict(solution_code)
+def static_line(solution_code: str, options: GradeOptions) -> dict | None:
+    found = static_verdict(solution_code, kernels_only=options.kernels_only)
     if found is None:
         return None
     return {"correct": False, "reason": found[0], "detail": found[1]}
@@ -118,18 +125,27 @@ def _line(result: SandboxResult) -> dict:
 
 
 def run_grades(payloads: list[dict], options: GradeOptions, progress: bool = False) -> list[dict]:
-    """Grade lines of `payloads`, in order. A line whose error might be the machine's is checked with a probe of the
-    device in a fresh worker: MachineFault when the device fails it, else the solution's verdict stands."""
+    """Grade lines of `payloads`, in order. Extensions are compiled first on CPU workers (opgen/grading/extensions.py):
+    a solution whose compile fails never reaches a grading worker. A line whose error might be the machine's is
+    checked with a probe of the device in a fresh worker: MachineFault when the device fails it, else the solution's
+    verdict stands."""
     if not payloads:
         return []
-    results = _pool(options).run_many(GRADE_FUNCTION, payloads, progress=progress)
-    lines = [_line(result) for result in results]
-    crowded = [i for i, line in enumerate(lines) if line["reason"] == "out_of_memory"]
+    failed = compile_stage(payloads, options)
+    todo = [i for i in range(len(payloads)) if i not in failed]
+    results = grading_pool(options).run_many(GRADE_FUNCTION, [payloads[i] for i in todo], progress=progress)
+    lines: list[dict] = [failed.get(i) for i in range(len(payloads))]  # type: ignore[misc]
+    for index, result in zip(todo, results):
+        lines[index] = _line(result)
+    crowded = [i for i in todo if lines[i]["reason"] == "out_of_memory"]
     if crowded:   # judged again alone in a fresh worker: the memory a neighbour or a predecessor held is not its fault
         with SandboxPool(1, options.timeout_s, _memory_mb(options), max_tasks_per_worker=1,
                          slot_envs=gpu_slot_envs(options.device)) as pool:
             for index, result in zip(crowded, pool.run_many(GRADE_FUNCTION, [payloads[i] for i in crowded])):
                 lines[index] = _line(result)
+    for index, line in enumerate(lines):
+        if payloads[index].get("compiled") is not None:
+            line["compiled"] = payloads[index]["compiled"]
     for line in lines:
         if line.get("machine_suspect") or (line["reason"] in ("crash", "exec_error", "reference_error")
                                           and machine_fault(line.get("detail"))):
@@ -152,22 +168,23 @@ def grade_task(task: dict, solution_code: str, options: GradeOptions, static_sca
     recorded timings). UsageError when the task itself fails; MachineFault when the machine does. `static_scan`
     False skips the source checks, to try the run-time defences behind them alone (tests)."""
     started = time.perf_counter()
-    line = _static_line(solution_code) if static_scan else None
+    line = static_line(solution_code, options) if static_scan else None
     if line is None:
-        [line] = run_grades([payload_for(task, solution_code, options, _threads(options))], options)
+        [line] = run_grades([payload_for(task, solution_code, options, worker_threads(options))], options)
     if line["reason"] == "reference_error":
         raise UsageError(f"task {task.get('id')}: {line.get('detail')}")
-    return _finish(line, task, started)
+    return finish_line(line, task, started)
 
 
-def _threads(options: GradeOptions) -> int:
+def worker_threads(options: GradeOptions) -> int:
     return max(1, (os.cpu_count() or 1) // options.workers)
 
 
-def _finish(line: dict, task: dict, started: float | None = None) -> dict:
+def finish_line(line: dict, task: dict, started: float | None = None) -> dict:
     """The line as published: the task's id first, the row's recorded timings beside the new ones, and (`started`)
     the seconds the grade took."""
     finished = {"task": task.get("id"), **{k: _json_number(v) for k, v in line.items()}}
+    finished["reward"] = milestone_reward(finished)
     for key in ("eager_ms", "compile_ms", "hardware"):
         if task.get(key) is not None:
             finished[f"recorded_{key}"] = task[key]
@@ -237,16 +254,16 @@ def _grade_rows(rows: list[dict], files: dict[str, Path], options: GradeOptions,
             code = ""
             lines.append({"correct": False, "reason": "parse_error", "detail": str(error)})
         else:
-            lines.append(_static_line(code))
+            lines.append(static_line(code, options))
         codes.append(code)
     sandboxed = [i for i, line in enumerate(lines) if line is None]
-    threads = _threads(options)
+    threads = worker_threads(options)
     graded = run_grades([payload_for(rows[i], codes[i], options, threads) for i in sandboxed], options)
     for index, line in zip(sandboxed, graded):
         lines[index] = line
     finished = []
     for row, line in zip(rows, lines):
-        finished.append(_finish({"solution": files[row["id"]].name, **line}, row))
+        finished.append(finish_line({"solution": files[row["id"]].name, **line}, row))
         chain = tuple(row.get("families") or (row["id"],))
         # one error after another on different tasks, all the same: the machine's, unless a probe says it is fine
         if faults.add(bool(line["correct"]), line.get("detail") if not line["correct"] else None, chain):

@@ -21,10 +21,25 @@ GLOBAL_HOOK_NAMES = frozenset({
     "_push_mode", "_set_torch_function_mode", "_set_torch_dispatch_mode",
 })
 PATCHING_ATTRIBUTES = frozenset({"__setattr__", "__delattr__"})
+# Under the kernels-only rule, what the run-time watch cannot see: kernels PyTorch generates or replays for the
+# solution (torch.compile built before the watched call, TorchScript, ahead-of-time compiled models, CUDA graphs
+# captured at construction, Triton's bundled library kernels), and probes for the watch itself.
+KERNELS_ONLY_FORBIDDEN = ("torch.compile", "torch.jit", "torch._dynamo", "torch._inductor", "torch.export",
+                          "torch._export", "torch.cuda.graph", "torch.cuda.CUDAGraph", "torch.cuda.graphs",
+                          "torch.cuda.make_graphed_callables", "torch.profiler", "torch.autograd.profiler",
+                          "torch.overrides", "torch.utils._python_dispatch", "triton.ops")
+WATCH_PROBES = frozenset({
+    "CUDAGraph", "make_graphed_callables", "_profiler_enabled", "_disable_profiler", "_len_torch_function_stack",
+    "_len_torch_dispatch_stack", "_get_current_dispatch_mode", "_get_current_dispatch_mode_stack",
+    "_is_torch_function_mode_enabled", "is_torch_function_mode_enabled", "_get_current_function_mode",
+    "_get_current_function_mode_stack", "_pop_mode", "_pop_torch_function_stack", "_pop_torch_dispatch_stack",
+    "DisableTorchFunction", "DisableTorchFunctionSubclass", "_DisableTorchDispatch", "_disable_current_modes",
+})
 
 
-def static_verdict(code: str) -> tuple[str, str] | None:
-    """(reason, detail) of the first static problem of a solution's source, or None when it may run."""
+def static_verdict(code: str, kernels_only: bool = False) -> tuple[str, str] | None:
+    """(reason, detail) of the first static problem of a solution's source, or None when it may run; with
+    `kernels_only`, also what the kernels-only rule's run-time watch cannot see (`torch_operator`)."""
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError, RecursionError) as error:
@@ -37,6 +52,31 @@ def static_verdict(code: str) -> tuple[str, str] | None:
     patched = tamper_reason(tree)
     if patched:
         return "tampering", patched
+    if kernels_only:
+        unseen = kernels_only_reason(tree)
+        if unseen:
+            return "torch_operator", f"{unseen} (the kernels-only rule: only the solution's own kernels may run)"
+    return None
+
+
+def kernels_only_reason(tree: ast.Module) -> str | None:
+    """The first use of PyTorch's kernel generators or graph replay, or of a probe for the run-time watch."""
+    imported = _module_names(tree)
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [f"{node.module}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Attribute | ast.Name):
+            name = dotted_name(node)
+            if name and name.split(".")[0] in imported:
+                names = [_expand(name, imported)]
+            if (node.attr if isinstance(node, ast.Attribute) else node.id) in WATCH_PROBES:
+                return f"use of {name or getattr(node, 'attr', '')}"
+        for name in names:
+            if any(name == banned or name.startswith(banned + ".") for banned in KERNELS_ONLY_FORBIDDEN):
+                return f"use of {name}"
     return None
 
 

@@ -7,6 +7,8 @@ import math
 import statistics
 from collections import Counter
 
+from opgen.grading.milestones import milestone_reward
+
 FAST_P = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
 BASELINES = ("eager", "compile")
 
@@ -25,6 +27,9 @@ def summarize_grades(lines: list[dict], tasks: int) -> dict:
         "pass_rate": _share(len(correct), tasks),
         "pass_rate_attempted": _share(len(correct), len(lines)),
         "reasons": dict(Counter(line.get("reason") for line in lines).most_common()),
+        # CUDA-Agent's milestone reward, a task with no solution counting as incorrect (-1)
+        "mean_reward": (sum(_reward(line) for line in lines) - (tasks - len(lines))) / tasks if tasks else None,
+        "rewards": dict(sorted(Counter(f"{_reward(line):g}" for line in lines).items())),
     }
     for baseline in BASELINES:
         speedups = [line[f"speedup_{baseline}"] for line in correct if line.get(f"speedup_{baseline}")]
@@ -37,6 +42,10 @@ def summarize_grades(lines: list[dict], tasks: int) -> dict:
             f"{p:g}": (_share(len(correct), tasks) if p == 0.0 else
                        _share(sum(s > p for s in speedups), tasks) if timed else None) for p in FAST_P}
     return figures
+
+
+def _reward(line: dict) -> float:
+    return line["reward"] if line.get("reward") is not None else milestone_reward(line)
 
 
 def _share(count: int, total: int) -> float | None:
@@ -55,6 +64,9 @@ def summary_text(figures: dict) -> str:
              f"(no solution file: counted as not correct); {figures['correct']} correct",
              f"pass rate {pct(figures['pass_rate'])} of all tasks ({pct(figures['pass_rate_attempted'])} of those "
              f"attempted); reasons: {', '.join(f'{k} {v}' for k, v in figures['reasons'].items())}"]
+    if figures.get("mean_reward") is not None:
+        counts = ", ".join(f"{count} x {reward}" for reward, count in figures["rewards"].items())
+        lines.append(f"milestone reward (-1, 1, 2, 3): mean {figures['mean_reward']:.3f} over all tasks ({counts})")
     for baseline in BASELINES:
         fast = ", ".join(f"fast_{p} {pct(v)}" for p, v in figures[f"fast_p_{baseline}"].items())
         lines.append(f"vs {baseline}: faster {pct(figures[f'faster_than_{baseline}'])} of all tasks; geomean "

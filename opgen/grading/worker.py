@@ -10,12 +10,14 @@ inputs, and a fresh draw written into the very tensors it was timed on. See docs
 from __future__ import annotations
 
 import builtins
+import contextlib
 import linecache
 import time
 from collections.abc import Callable
 
 import torch
 
+from opgen.grading.breakdown import kernel_breakdown
 from opgen.grading.compare import (
     Comparison,
     OutputFormatError,
@@ -27,7 +29,9 @@ from opgen.grading.compare import (
     same_bits,
 )
 from opgen.grading.configs import InputConfig, config_from, draw_config
+from opgen.grading.extension_worker import keyed_builds
 from opgen.grading.guard import Guard, Settings
+from opgen.grading.kernels_only import KernelsOnly
 from opgen.grading.timing import timed_calls
 from opgen.heldout.derive import candidate_configs
 from opgen.sandbox.faults import machine_fault
@@ -42,6 +46,15 @@ from opgen.timing.trials import TrialPlan
 _PERF_COUNTER = time.perf_counter   # captured before any solution loads (a solution may patch time's)
 PROBE_DRAW = -1   # the reference's own run before the solution loads: does the task run at all?
 DERIVED_CONFIGS = 2   # held-out configurations derived for a task that carries none
+
+
+def solution_namespace(code: str) -> dict:
+    """The solution's module run in a fresh namespace (its own linecache entry, so tracebacks name its lines)."""
+    filename = f"{TASK_FILENAME_PREFIX}solution>"
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    namespace = {"__name__": "opgen_solution", "__file__": filename, "__builtins__": builtins}
+    exec(compile(code, filename, "exec"), namespace)  # noqa: S102 - the sandbox worker
+    return namespace
 
 
 class Verdict(Exception):
@@ -59,7 +72,7 @@ def grade_in_worker(payload: dict) -> dict:
     if payload.get("threads"):
         torch.set_num_threads(int(payload["threads"]))
     grading = Grading(payload)
-    with isolated_torch_state():
+    with isolated_torch_state(), keyed_builds(payload.get("extensions")):
         try:
             grading.run()
             grading.result.update(correct=True, reason="ok")
@@ -94,7 +107,7 @@ class Grading:
         self.result: dict = {"correct": False, "reason": None, "detail": None, "max_abs_error": None,
                              "tolerance_ratio": None, "non_finite_values": 0, "atol": None, "rtol": None,
                              "configs": [c.name for c in self.configs], "draws": self.draws, "seed": self.seed,
-                             "device": self.device}
+                             "device": self.device, "kernels_only": bool(payload.get("kernels_only"))}
 
     def run(self) -> None:
         self.settings = Settings()
@@ -108,6 +121,8 @@ class Grading:
                 self.check_draw(config, draw)
         if self.payload.get("timing"):
             self.time_and_recheck(self.configs[0])
+            if self.payload.get("breakdown"):
+                self.kernel_breakdown(self.configs[0])
 
     # -- the task and the solution ---------------------------------------------------------------------------------
 
@@ -159,12 +174,8 @@ class Grading:
                                         "reference runs there; not validated as a dataset row's are)")
 
     def load_solution(self) -> None:
-        code = self.payload["solution"]
-        filename = f"{TASK_FILENAME_PREFIX}solution>"
-        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
-        namespace = {"__name__": "opgen_solution", "__file__": filename, "__builtins__": builtins}
         try:
-            exec(compile(code, filename, "exec"), namespace)  # noqa: S102 - the sandbox worker
+            namespace = solution_namespace(self.payload["solution"])
             model_new = namespace.get("ModelNew")
             if not callable(model_new):
                 raise Verdict("invalid_solution", "the solution defines no callable ModelNew")
@@ -220,10 +231,13 @@ class Grading:
             raise Verdict("reference_error", f"the task's inputs fail: {describe(error)}") from None
 
     def call_solution(self, inputs: list) -> list[torch.Tensor]:
-        """The solution's outputs on `inputs`, waited for; a verdict when it raises, patches, or returns early."""
+        """The solution's outputs on `inputs`, waited for; a verdict when it raises, patches, returns early, or (under
+        the kernels-only rule) runs PyTorch compute operators."""
+        watch = KernelsOnly() if self.payload.get("kernels_only") else contextlib.nullcontext()
         try:
             with gpu_lock(self.lock, shared=True), torch.no_grad():
-                raw = self.candidate(*inputs)
+                with watch:
+                    raw = self.candidate(*inputs)
                 outputs = output_tensors(raw)
                 self.check_ready(outputs)
         except Verdict:
@@ -234,6 +248,9 @@ class Grading:
         except BaseException as error:  # noqa: BLE001 - the solution's own failure is its verdict
             raise Verdict("exec_error", describe(error)) from None
         self.check_guard()
+        broken = watch.watch.describe() if isinstance(watch, KernelsOnly) else None
+        if broken:
+            raise Verdict("torch_operator", broken)
         return outputs
 
     def check_ready(self, outputs: list[torch.Tensor]) -> None:
@@ -347,6 +364,25 @@ class Grading:
             if verdict.reason in ("output_format", "non_finite", "mismatch"):
                 raise Verdict("mismatch_after_timing", f"{verdict.reason}: {verdict.detail}") from None
             raise
+
+    def kernel_breakdown(self, config: InputConfig) -> None:
+        """Where the solution's and the eager reference's time goes, kernel by kernel, on the timed draw (the GPU's
+        lock held alone). On CUDA the profiler's CUDA tracing stays loaded in the process, so the worker exits after
+        this grade and no later timing runs beside it."""
+        inputs = self.draw(config, self.draws)
+        with gpu_lock(self.lock):
+            try:
+                solution = kernel_breakdown(self.candidate, fresh(inputs), self.device)
+            except BaseException as error:  # noqa: BLE001 - the breakdown is information, never a verdict
+                self.result["breakdown_error"] = describe(error)
+                return
+            finally:
+                if self.device == "cuda":
+                    exit_after_answer()
+            self.check_guard()
+            self.settings.restore()
+            reference = kernel_breakdown(self.reference, fresh(inputs), self.device)
+        self.result["breakdown"] = {"solution": solution, "reference": reference}
 
     def compile_reference(self, config: InputConfig, draw: int) -> Callable | None:
         """torch.compile of the reference (default mode), at the settings the task was timed with, and its first

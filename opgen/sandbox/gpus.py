@@ -48,6 +48,24 @@ def visible_gpu_models() -> list[str]:
     return [torch.cuda.get_device_name(i) for i in range(len(gpus))]
 
 
+def visible_gpu_arch_list() -> str | None:
+    """TORCH_CUDA_ARCH_LIST for the visible GPUs, spelt as torch's extension builder derives it from the devices
+    ("8.0;9.0+PTX"), read from nvidia-smi so this process does not initialise CUDA; None when it cannot tell."""
+    gpus = visible_gpus()
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        done = subprocess.run(["nvidia-smi", "--query-gpu=index,uuid,compute_cap", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=30)
+        if done.returncode == 0:
+            listed = [[field.strip() for field in line.split(",", 2)] for line in done.stdout.splitlines()
+                      if line.count(",") >= 2]
+            caps = sorted({cap for gpu in gpus for index, uuid, cap in listed
+                           if gpu in (index, uuid) or (gpu.startswith("GPU-") and uuid.startswith(gpu))},
+                          key=lambda cap: tuple(int(part) for part in cap.split(".")))
+            if caps:
+                return ";".join(caps[:-1] + [caps[-1] + "+PTX"])
+    return None
+
+
 def require_cuda(option: str = "--device cuda") -> list[str]:
     """The visible GPUs, or UsageError (one line, exit 2, before any work) saying why there are none: a CPU-only
     torch, no driver, a driver too old, CUDA_VISIBLE_DEVICES naming none."""
@@ -64,6 +82,19 @@ def require_cuda(option: str = "--device cuda") -> list[str]:
     listed = os.environ.get("CUDA_VISIBLE_DEVICES")
     where = f" (CUDA_VISIBLE_DEVICES={listed!r})" if listed is not None else ""
     raise UsageError(f"{option}: no CUDA device here{where}: {why}; run on a GPU machine or use --device cpu")
+
+
+def resolve_device(requested: str) -> tuple[str, list[str], str]:
+    """(cuda or cpu, the visible GPUs, what auto chose: "" for an explicit device). An explicit cuda needs a GPU
+    (else one UsageError line saying why there is none); auto takes CUDA when a GPU is visible, else the CPU."""
+    if requested == "cuda":
+        return "cuda", require_cuda(), ""
+    if requested == "cpu":
+        return "cpu", [], ""
+    gpus = visible_gpus()
+    device = "cuda" if gpus else "cpu"
+    seen = f"GPU(s) {', '.join(gpus)} visible" if gpus else "no CUDA device visible"
+    return device, gpus, f"--device auto: {device} ({seen})"
 
 
 def default_workers_per_gpu(gpu_count: int) -> int:

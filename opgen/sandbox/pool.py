@@ -220,6 +220,8 @@ class SandboxPool:
         env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(DEFAULT_CACHE_DIR))
         env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"  # no compile subprocess pool per worker
         env["PYTHONUNBUFFERED"] = "1"
+        # the interpreter's bin folder first: tools installed beside it (pip's ninja, for extension builds) are found
+        env["PATH"] = os.pathsep.join(p for p in (str(Path(sys.executable).parent), env.get("PATH")) if p)
         env[SYS_PATH_ENV] = json.dumps([p for p in sys.path if p])
         package_root = str(Path(__file__).resolve().parents[2])  # so `-m opgen.sandbox.worker` resolves
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)

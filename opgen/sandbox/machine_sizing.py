@@ -1,4 +1,5 @@
-"""Defaults sized to the machine for `opgen build --device cuda`: sandbox workers, timing workers, memory limit."""
+"""Defaults sized to the machine: sandbox workers, timing workers and the memory limit of a build, and the workers
+that grade a batch of solutions."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from dataclasses import dataclass
 
 import psutil
 
-from opgen.sandbox.gpus import MAX_WORKERS_PER_GPU
+from opgen.sandbox.gpus import MAX_WORKERS_PER_GPU, default_workers_per_gpu
 
 # The share of a GPU's cores given to timing lanes, from the 6,000-task build on one H200 (docs/benchmarks.md): on
 # one machine, one split after the other, 6 lanes of 16 cores timed 54 tasks a minute and 4 lanes 36 (each lane's
@@ -55,3 +56,11 @@ def size_for_machine(device: str, gpu_count: int, workers: int | None, timing_wo
               f"--memory-mb {limit}" + ("" if memory_mb is None else " (given)")]
     note = f"sized for {cores} cores, {gpus} GPU(s), {total_mb} MB of memory: {', '.join(picked)}"
     return Sizing(sandbox, timing, limit, note)
+
+
+def grading_workers(device: str, gpu_count: int) -> int:
+    """Sandbox workers grading a batch of solutions: 2 on the CPU, half the cores per GPU on CUDA (correctness runs
+    side by side; timed runs take the GPU's lock one at a time)."""
+    if device != "cuda":
+        return CPU_WORKERS
+    return default_workers_per_gpu(gpu_count) * max(1, gpu_count)
