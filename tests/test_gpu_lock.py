@@ -122,3 +122,17 @@ def test_inductor_autotuning_fallback_wraps_the_benchmarker(tmp_path, monkeypatc
     benchmarking.benchmarker.benchmark_gpu(lambda: None)
     assert seen == [True, False] and waits.holds == 1
     assert "benchmark_gpu" not in vars(benchmarking.benchmarker)
+
+
+def test_an_exclusive_hold_says_so_in_the_quiet_registry_and_a_shared_one_does_not(tmp_path):
+    import os
+
+    from opgen.sandbox.gpus import gpu_lock
+    from opgen.sandbox.quiet import registry
+
+    marker = registry() / f"{os.getpgid(0)}.timing"
+    with gpu_lock(str(tmp_path / "gpu.lock"), shared=True):
+        assert not marker.exists()
+    with gpu_lock(str(tmp_path / "gpu.lock")):
+        assert marker.exists()
+    assert not marker.exists()

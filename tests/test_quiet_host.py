@@ -29,6 +29,7 @@ def _advances(path: Path, wait_s: float = 0.4) -> bool:
 
 
 def test_the_other_workers_stop_inside_and_go_on_after(tmp_path):
+    """Stopped inside, going on after; one timing on another GPU left alone; the switch when the holder is late."""
     counter = tmp_path / "count"
     with SandboxPool(workers=1, timeout_s=60.0, memory_mb=1024) as pool:
         busy = threading.Thread(target=pool.run_many, args=(f"{HELPERS}:count_into",
@@ -44,6 +45,13 @@ def test_the_other_workers_stop_inside_and_go_on_after(tmp_path):
             assert _advances(counter)
             with quiet_host(enabled=False) as paused:   # a first timing: nobody is paused
                 assert paused == [] and _advances(counter)
+            timing = registry() / f"{worker.proc.pid}.timing"   # as its exclusive hold of another GPU says
+            timing.touch()
+            try:
+                with quiet_host() as paused:   # its timed trials on that GPU go on
+                    assert worker.proc.pid not in paused and _advances(counter)
+            finally:
+                timing.unlink()
             with quiet_host(max_s=0.3):   # the holder never comes back in time: the switch resumes them
                 time.sleep(0.6)
                 assert _advances(counter)

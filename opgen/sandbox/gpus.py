@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from opgen.errors import UsageError
+from opgen.sandbox.quiet import holding_exclusive
 
 MAX_WORKERS_PER_GPU = 8
 
@@ -167,7 +168,8 @@ def gpu_lock(path: str | None, shared: bool = False) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_EX)
         held[path] = [1, shared]
         try:
-            yield
+            with contextlib.nullcontext() if shared else holding_exclusive():
+                yield
         finally:
             del held[path]
             fcntl.flock(lock, fcntl.LOCK_UN)

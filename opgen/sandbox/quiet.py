@@ -5,8 +5,11 @@ its kernels, so a build's other workers, compiling on every core, slow its CUDA-
 held alone: on one H100, an `nn.RNN` task timed 7.24 ms in a build ran in 4.21 ms alone. Inside a quiet hold the
 other workers' process groups (each sandbox worker leads its own, with the compile processes it starts) are
 stopped with SIGSTOP and continued with SIGCONT after. Taken only inside the GPU's exclusive hold, so no stopped
-process holds the GPU's lock, and for the short timed section alone. A dead-man's switch, started first in a
-session of its own, continues them after QUIET_MAX_S should the holder die inside.
+process holds the GPU's lock, and for the short timed section alone. On a machine with several GPUs a worker in
+an exclusive hold of another GPU (its timed trials) is left running: it says so in the registry while it holds
+one (`holding_exclusive`), and one that took its hold as the others were being stopped is continued at once. A
+dead-man's switch, started first in a session of its own, continues them after QUIET_MAX_S should the holder die
+inside.
 """
 
 from __future__ import annotations
@@ -50,6 +53,31 @@ def unregister_worker(pid: int) -> None:
         (registry() / str(pid)).unlink()
 
 
+def _timing_marker(group: int) -> Path:
+    return registry() / f"{group}.timing"
+
+
+@contextlib.contextmanager
+def holding_exclusive() -> Iterator[None]:
+    """Say, for the time inside, that this process's group holds a GPU alone (its timed trials): a quiet hold
+    taken for another GPU leaves it running."""
+    marker = _timing_marker(os.getpgid(0))
+    try:
+        registry().mkdir(exist_ok=True)
+        marker.touch()
+    except OSError:
+        pass
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            marker.unlink()
+
+
+def _timing_now(groups: list[int]) -> list[int]:
+    return [group for group in groups if _timing_marker(group).exists()]
+
+
 def other_worker_groups() -> list[int]:
     """The process groups of the listed workers that are alive, are opgen sandbox workers leading their group (a
     pid reused by another program is never stopped) and are not this process's own group."""
@@ -57,7 +85,7 @@ def other_worker_groups() -> list[int]:
     groups = []
     with contextlib.suppress(OSError):
         for entry in registry().iterdir():
-            if not entry.name.isdigit() or int(entry.name) == own:
+            if not entry.name.isdigit() or int(entry.name) == own or _timing_marker(int(entry.name)).exists():
                 continue
             pid = int(entry.name)
             try:
@@ -95,6 +123,8 @@ def quiet_host(enabled: bool = True, max_s: float = QUIET_MAX_S) -> Iterator[lis
     stopped: list[int] = []
     try:
         stopped = _signal_groups(groups, signal.SIGSTOP)
+        timing = _timing_now(stopped)   # took another GPU alone as they were being stopped: let it time
+        stopped = [group for group in stopped if group not in _signal_groups(timing, signal.SIGCONT)]
         yield stopped
     finally:
         _signal_groups(stopped, signal.SIGCONT)
