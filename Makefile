@@ -19,11 +19,13 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e ".[dev,ray]"
 	touch $@
 
+# two xdist workers, a test module each at a time (its module-scoped builds made once): the suite waits on its
+# sandboxes' subprocesses and timeouts a third of the time, which the other worker fills
 test: setup
-	$(BIN)/python -m pytest -q -ra
+	$(BIN)/python -m pytest -q -ra -n 2 --dist loadfile
 
 test-fast: setup
-	$(BIN)/python -m pytest -q -ra -m "not heavy"
+	$(BIN)/python -m pytest -q -ra -n 2 --dist loadfile -m "not heavy"
 
 lint: setup
 	$(BIN)/ruff check opgen filters kernels_ref tests scripts

@@ -63,3 +63,15 @@ def kernel_builds(tmp_path_factory) -> Path:
     assert compile_stage([payload], options) == {}, "the shared test extension failed to compile"
     assert [e["name"] for e in payload["compiled"]["extensions"]] == ["opgen_test_kernels"]
     return root
+
+
+
+# The longest modules first (minutes each, measured from an empty cache): `make test` gives modules to its two
+# workers in collection order, and a long one given last keeps one worker busy while the other waits.
+LONGEST_FIRST = ("test_validate_kernelbench_level2", "test_validate_bad_tasks", "test_validate_kernelbench",
+                 "test_build_stream")
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: index for index, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.module.__name__.rpartition(".")[2], len(rank)))

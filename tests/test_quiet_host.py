@@ -7,8 +7,11 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
+from opgen.sandbox import quiet
 from opgen.sandbox.pool import SandboxPool
-from opgen.sandbox.quiet import other_worker_groups, quiet_host, register_worker, registry, unregister_worker
+from opgen.sandbox.quiet import other_worker_groups, quiet_host, register_worker, unregister_worker
 
 HELPERS = __name__.rpartition(".")[0] + ".test_sandbox_helpers" if "." in __name__ else "test_sandbox_helpers"
 
@@ -28,6 +31,16 @@ def _advances(path: Path, wait_s: float = 0.4) -> bool:
     return _count(path) > before
 
 
+@pytest.fixture(autouse=True)
+def own_registry(tmp_path, monkeypatch):
+    """A registry of this test's workers alone: the sandbox workers of tests running beside it are never paused."""
+    from opgen.sandbox import quiet
+
+    folder = tmp_path / "registry"
+    monkeypatch.setattr(quiet, "registry", lambda: folder)
+    return folder
+
+
 def test_the_other_workers_stop_inside_and_go_on_after(tmp_path):
     """Stopped inside, going on after; one timing on another GPU left alone; the switch when the holder is late."""
     counter = tmp_path / "count"
@@ -45,7 +58,7 @@ def test_the_other_workers_stop_inside_and_go_on_after(tmp_path):
             assert _advances(counter)
             with quiet_host(enabled=False) as paused:   # a first timing: nobody is paused
                 assert paused == [] and _advances(counter)
-            timing = registry() / f"{worker.proc.pid}.timing"   # as its exclusive hold of another GPU says
+            timing = quiet.registry() / f"{worker.proc.pid}.timing"   # as its exclusive hold of another GPU says
             timing.touch()
             try:
                 with quiet_host() as paused:   # its timed trials on that GPU go on
@@ -69,7 +82,8 @@ def test_only_live_opgen_workers_are_paused(tmp_path):
         register_worker(stranger.pid)
         register_worker(2**22 + 17)   # no such process
         assert stranger.pid not in other_worker_groups()
-        assert not (registry() / str(stranger.pid)).exists() and not (registry() / str(2**22 + 17)).exists()
+        assert not (quiet.registry() / str(stranger.pid)).exists()
+        assert not (quiet.registry() / str(2**22 + 17)).exists()
     finally:
         unregister_worker(stranger.pid)
         stranger.kill()

@@ -18,11 +18,12 @@ from tests.conftest import run_cli
 
 @pytest.fixture(scope="module")
 def smoke_file(tmp_path_factory):
-    """5000 smoke candidates for seed 1, sampled twice in separate processes with different worker counts."""
+    """5000 smoke candidates for seed 1 with two workers, and the first 1000 of them sampled again in a separate
+    process with one worker."""
     folder = tmp_path_factory.mktemp("sample")
     first, second = folder / "a.jsonl", folder / "b.jsonl"
-    for path, workers in ((first, "2"), (second, "2")):
-        result = run_cli("sample", "--n", "5000", "--seed", "1", "--profile", "smoke", "--out", str(path),
+    for path, n, workers in ((first, "5000", "2"), (second, "1000", "1")):
+        result = run_cli("sample", "--n", n, "--seed", "1", "--profile", "smoke", "--out", str(path),
                          "--workers", workers)
         assert result.returncode == 0, result.stderr
     return first, second
@@ -31,7 +32,8 @@ def smoke_file(tmp_path_factory):
 @pytest.mark.heavy
 def test_same_seed_same_bytes(smoke_file):
     first, second = smoke_file
-    assert first.read_bytes() == second.read_bytes()
+    head = first.read_bytes().splitlines(keepends=True)[:1000]
+    assert b"".join(head) == second.read_bytes()
 
 
 @pytest.mark.heavy

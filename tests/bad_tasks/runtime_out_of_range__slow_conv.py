@@ -12,7 +12,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(6, 64, 160, 160)]
+    return [torch.randn(2, 64, 160, 160)]   # 20 GFLOP a call: several times the 150 ms window on one core
 
 
 def get_init_inputs():
