@@ -42,6 +42,9 @@ def register(sub) -> None:
                      help="time solution and baselines (default: on CUDA only)")
     how.add_argument("--compile-baseline", action=argparse.BooleanOptionalAction, default=None,
                      help="time torch.compile of the reference too (default: when timing on CUDA)")
+    how.add_argument("--reuse-reference", action=argparse.BooleanOptionalAction, default=True,
+                     help="time each task's reference once per run, in a worker that runs no solution, and reuse "
+                          "its figures for every solution of the task (default: on)")
     how.add_argument("--kernels-only", action="store_true",
                      help="CUDA-Agent's rule: the solution's forward may run only its own kernels (C++/CUDA "
                           "extensions, Triton) and glue, no PyTorch compute operator (reason torch_operator)")
@@ -81,7 +84,8 @@ def run(args) -> int:
                            compile_baseline=args.compile_baseline, warmups=args.warmups, trials=args.trials,
                            min_trials=args.min_trials, timeout_s=args.timeout,
                            memory_mb=sizing.memory_mb or None,
-                           workers=workers, kernels_only=args.kernels_only)
+                           workers=workers, kernels_only=args.kernels_only,
+                           reuse_reference=args.reuse_reference)
     if folder_mode:
         return _grade_folder(args, options)
     return _grade_one(args, options)

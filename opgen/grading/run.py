@@ -17,6 +17,7 @@ from opgen.errors import MachineFault, UsageError
 from opgen.grading.configs import derive_sizes, input_configs
 from opgen.grading.extensions import compile_stage, extension_settings
 from opgen.grading.milestones import milestone_reward
+from opgen.grading.reference import add_reference_timings
 from opgen.grading.scan import static_verdict
 from opgen.grading.summary import summarize_grades
 from opgen.grading.tasks import dataset_rows, read_source, solution_files
@@ -57,6 +58,7 @@ class GradeOptions:
     breakdown: bool = False           # with timing: where the solution's and the reference's time goes, kernel by kernel
     compile_timeout_s: float = 600.0  # seconds to compile a solution's C++/CUDA extensions on a CPU worker
     extensions_dir: str | None = None  # where extensions are built (default: $OPGEN_EXTENSIONS_DIR, else a temp folder)
+    reuse_reference: bool = True      # time each task's reference once per process, apart from any solution
 
     def __post_init__(self) -> None:
         if self.device not in ("cuda", "cpu"):
@@ -84,7 +86,8 @@ def payload_for(task: dict, solution_code: str, options: GradeOptions, threads: 
             "atol": task.get("atol"), "rtol": task.get("rtol"), "timing": options.timed,
             "compile_baseline": options.with_compile, "warmups": options.warmups, "trials": options.trials,
             "min_trials": options.min_trials, "threads": threads, "kernels_only": options.kernels_only,
-            "breakdown": options.breakdown and options.timed, "extensions": extension_settings(options)}
+            "breakdown": options.breakdown and options.timed, "extensions": extension_settings(options),
+            "reference_timing": "apart" if options.reuse_reference and options.timed else "here"}
 
 
 def grading_pool(options: GradeOptions) -> SandboxPool:
@@ -143,6 +146,7 @@ def run_grades(payloads: list[dict], options: GradeOptions, progress: bool = Fal
                          slot_envs=gpu_slot_envs(options.device)) as pool:
             for index, result in zip(crowded, pool.run_many(GRADE_FUNCTION, [payloads[i] for i in crowded])):
                 lines[index] = _line(result)
+    add_reference_timings(payloads, lines, options.timeout_s, _memory_mb(options))
     for index, line in enumerate(lines):
         if payloads[index].get("compiled") is not None:
             line["compiled"] = payloads[index]["compiled"]

@@ -305,23 +305,18 @@ class Grading:
     def time_and_recheck(self, config: InputConfig) -> None:
         """Time solution, reference and compiled reference (the GPU's lock held alone), each trial on a fresh draw
         written into the same tensors; then check the solution's last timed output against the reference's on that
-        trial's inputs, and a fresh draw in the tensors it was timed on."""
+        trial's inputs, and a fresh draw in the tensors it was timed on. With `reference_timing` "apart" in the
+        payload, only the solution is timed here: the reference's figures come from a worker that never runs a
+        solution (opgen/grading/reference.py), and the parent adds them."""
         payload = self.payload
-        plan = TrialPlan(warmups=int(payload.get("warmups", 10)), max_trials=int(payload.get("trials", 100)),
-                         min_trials=min(int(payload.get("min_trials", 10)), int(payload.get("trials", 100))))
-        timed_draw, fresh_draw, compile_draw = self.draws, self.draws + 1, self.draws + 2
-        trial_draw = self.draws + 3   # trial k is drawn as draw trial_draw + k, for every callable timed
-        compiled = self.compile_reference(config, compile_draw) if payload.get("compile_baseline") else None
+        plan = self.trial_plan()
+        apart = payload.get("reference_timing") == "apart"
+        timed_draw, fresh_draw, compile_draw, trial_draw = timing_draws(self.draws)
+        compiled = (self.compile_reference(config, compile_draw)
+                    if payload.get("compile_baseline") and not apart else None)
         inputs = self.draw(config, timed_draw)
-        candidate_inputs, reference_inputs = fresh(inputs), fresh(inputs)
-
-        def refill(targets: list) -> Callable[[int], None]:
-            def write(trial: int) -> None:
-                for target, value in zip(targets, self.draw(config, trial_draw + trial)):
-                    if isinstance(target, torch.Tensor):
-                        target.copy_(value)
-            return write
-
+        candidate_inputs = fresh(inputs)
+        refill = self.refiller(config, trial_draw)
         with gpu_lock(self.lock):
             try:
                 solution = timed_calls(self.candidate, candidate_inputs, self.device, plan, refill(candidate_inputs))
@@ -330,31 +325,59 @@ class Grading:
             except BaseException as error:  # noqa: BLE001 - the solution's failure while timed
                 raise Verdict("exec_error", f"while timed: {describe(error)}") from None
             self.check_guard()
-            self.settings.restore()
-            try:
-                eager = timed_calls(self.reference, reference_inputs, self.device, plan, refill(reference_inputs))
-                compile_stats = None
-                if compiled is not None:
-                    compiled_inputs = fresh(inputs)
-                    compile_stats = timed_calls(compiled, compiled_inputs, self.device, plan,
-                                                refill(compiled_inputs)).stats()
-            except Verdict:
-                raise
-            except Exception as error:  # noqa: BLE001 - it ran before the solution loaded: the solution broke it
-                raise Verdict("exec_error", f"the reference failed after the solution ran: {describe(error)}") from None
+            eager_stats = compile_stats = None
+            if not apart:
+                self.settings.restore()
+                try:
+                    eager_stats, compile_stats = self.reference_times(config, compiled, plan)
+                except Verdict:
+                    raise
+                except Exception as error:  # noqa: BLE001 - it ran before the solution loaded: the solution broke it
+                    raise Verdict("exec_error",
+                                  f"the reference failed after the solution ran: {describe(error)}") from None
         self.check_guard()
         try:
             outputs = output_tensors(solution.output)
         except OutputFormatError as error:
             raise Verdict("mismatch_after_timing", f"output_format: {error}") from None
-        self.record_times(solution.stats(), eager.stats(), compile_stats, plan)
+        self.record_times(solution.stats(), eager_stats, compile_stats, plan)
         last = self.draw(config, trial_draw + solution.last_trial) if solution.last_trial >= 0 else inputs
-        del solution, eager
+        del solution
         expected_inputs = fresh(last)
         expected = self.call_reference(expected_inputs)   # the reference on the solution's last trial's inputs
         self.judge_timed(outputs, candidate_inputs, expected, expected_inputs, last)
         del outputs, expected
         self.check_draw(config, fresh_draw, reused=candidate_inputs, after_timing=True)
+
+    def trial_plan(self) -> TrialPlan:
+        payload = self.payload
+        return TrialPlan(warmups=int(payload.get("warmups", 10)), max_trials=int(payload.get("trials", 100)),
+                         min_trials=min(int(payload.get("min_trials", 10)), int(payload.get("trials", 100))))
+
+    def refiller(self, config: InputConfig, trial_draw: int) -> Callable[[list], Callable[[int], None]]:
+        """`refiller(config, first)(targets)`: writes trial k's draw (`first` + k) into `targets`."""
+        def refill(targets: list) -> Callable[[int], None]:
+            def write(trial: int) -> None:
+                for target, value in zip(targets, self.draw(config, trial_draw + trial)):
+                    if isinstance(target, torch.Tensor):
+                        target.copy_(value)
+            return write
+        return refill
+
+    def reference_times(self, config: InputConfig, compiled: Callable | None,
+                        plan: TrialPlan) -> tuple[dict, dict | None]:
+        """The eager and compiled reference's trial statistics on the timed draws (the caller holds the GPU's lock
+        alone and has put PyTorch's defaults back); each timed on its own fresh copy, every trial on its own draw."""
+        timed_draw, _, _, trial_draw = timing_draws(self.draws)
+        inputs = self.draw(config, timed_draw)
+        refill = self.refiller(config, trial_draw)
+        reference_inputs = fresh(inputs)
+        eager = timed_calls(self.reference, reference_inputs, self.device, plan, refill(reference_inputs)).stats()
+        compile_stats = None
+        if compiled is not None:
+            compiled_inputs = fresh(inputs)
+            compile_stats = timed_calls(compiled, compiled_inputs, self.device, plan, refill(compiled_inputs)).stats()
+        return eager, compile_stats
 
     def judge_timed(self, outputs, candidate_inputs, expected, reference_inputs, saved) -> None:
         try:
@@ -399,21 +422,46 @@ class Grading:
             return None
         return compiled
 
-    def record_times(self, solution: dict, eager: dict, compiled: dict | None, plan: TrialPlan) -> None:
+    def record_times(self, solution: dict, eager: dict | None, compiled: dict | None, plan: TrialPlan) -> None:
+        """The solution's figures, and the reference's when they were timed here (else the parent adds them)."""
         result = self.result
-        result.update(solution_ms=solution["median"], solution_ms_iqr=solution["iqr"], eager_ms=eager["median"],
-                      eager_ms_iqr=eager["iqr"], compile_ms=compiled["median"] if compiled else None,
-                      trials={"solution": solution["count"], "eager": eager["count"],
-                              "compile": compiled["count"] if compiled else None})
-        result["speedup_eager"] = eager["median"] / solution["median"] if solution["median"] else None
-        result["speedup_compile"] = (compiled["median"] / solution["median"]
-                                     if compiled and solution["median"] else None)
+        result.update(solution_ms=solution["median"], solution_ms_iqr=solution["iqr"],
+                      trials={"solution": solution["count"]})
+        if eager is not None:
+            result.update(reference_figures(eager, compiled, self.result.get("compile_error")))
+            result["trials"].update(result.pop("reference_trials"))
+            result.update(speedups(result))
+            result["reference_reused"] = False
         result["timing_method"] = (
             f"{'CUDA events, L2 flushed before each trial, every stream synchronised before the end event' if self.device == 'cuda' else 'host clock'}; "
             f"{plan.warmups} warm-ups, {plan.min_trials}-{plan.max_trials} trials until the median's 95% CI is "
             f"within ±{plan.rel_ci:.0%}; median")
         if self.device == "cuda":
             result["hardware"] = torch.cuda.get_device_properties(0).name
+
+
+def timing_draws(draws: int) -> tuple[int, int, int, int]:
+    """The draws of the timed part: the timed inputs, the fresh draw after timing, the compile baseline's warm-up,
+    and the first trial's (trial k is drawn as that + k, for every callable timed)."""
+    return draws, draws + 1, draws + 2, draws + 3
+
+
+def reference_figures(eager: dict, compiled: dict | None, compile_error: str | None) -> dict:
+    """The reference's fields of a grade from its eager and compiled trial statistics."""
+    figures = {"eager_ms": eager["median"], "eager_ms_iqr": eager["iqr"],
+               "compile_ms": compiled["median"] if compiled else None,
+               "compile_ms_iqr": compiled["iqr"] if compiled else None,
+               "reference_trials": {"eager": eager["count"], "compile": compiled["count"] if compiled else None}}
+    if compile_error:
+        figures["compile_error"] = compile_error
+    return figures
+
+
+def speedups(line: dict) -> dict:
+    """`speedup_eager` and `speedup_compile` of a line with `solution_ms`, `eager_ms` and `compile_ms`."""
+    solution = line.get("solution_ms")
+    return {key: line[ms] / solution if solution and line.get(ms) is not None else None
+            for key, ms in (("speedup_eager", "eager_ms"), ("speedup_compile", "compile_ms"))}
 
 
 def _synchronize(device: str) -> None:

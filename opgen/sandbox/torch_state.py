@@ -9,7 +9,9 @@ import torch
 
 
 @contextmanager
-def isolated_torch_state() -> Iterator[None]:
+def isolated_torch_state(reset_compiled: bool = True) -> Iterator[None]:
+    """The settings put back on leaving; `reset_compiled` False keeps what torch.compile compiled (a worker that
+    keeps a compiled model warm for its next call)."""
     import torch._dynamo.config as dynamo_config
     import torch._inductor.config as inductor_config
 
@@ -27,4 +29,5 @@ def isolated_torch_state() -> Iterator[None]:
         torch.use_deterministic_algorithms(deterministic)
         torch.set_float32_matmul_precision(precision)
         torch.set_grad_enabled(grad)
-        torch._dynamo.reset()
+        if reset_compiled:
+            torch._dynamo.reset()
