@@ -101,7 +101,7 @@ def linear_solution(call: str = HONEST_CALL, extra: str = "") -> str:
 
 
 HONEST = linear_solution()
-SLOW = linear_solution("kernels.linear_gelu(x.contiguous(), self.linear.weight, self.linear.bias, 5000)")
+SLOW = linear_solution("kernels.linear_gelu(x.contiguous(), self.linear.weight, self.linear.bias, 20000)")
 WRONG = linear_solution("kernels.linear_gelu(x.contiguous(), self.linear.weight, torch.zeros_like(self.linear.bias), 1)")
 DIAGONAL = EXTENSION + DIAGONAL_MODEL
 
