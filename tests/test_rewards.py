@@ -46,8 +46,9 @@ def test_milestone_rewards_of_honest_slow_wrong_and_cheating_solutions(kernel_bu
     assert (fast["reason"], fast["reward"]) == ("ok", 2.0) and fast["speedup_eager"] > 1.2, fast
     honest = graded(HONEST)
     assert honest["reason"] == "ok" and honest["reward"] == milestone_reward(honest) >= 1.0, honest
-    slow = graded(SLOW)   # the same kernel run 20,000 times a call: about 100 ms where eager takes 0.03 ms
-    assert (slow["reason"], slow["reward"]) == ("ok", 1.0) and slow["solution_ms"] > 100 * honest["solution_ms"], slow
+    # the same kernel run 20,000 times a call: about 100 ms, where eager takes 0.03 ms (15 ms on a loaded 2-core host)
+    slow = graded(SLOW)
+    assert (slow["reason"], slow["reward"]) == ("ok", 1.0) and slow["speedup_eager"] < 0.5, slow
     wrong = graded(WRONG)   # the bias left out
     assert (wrong["reason"], wrong["reward"], wrong.get("speedup_eager")) == ("mismatch", -1.0, None)
     cheat = graded(reference_solution(LINEAR), kernels_only=True)   # PyTorch's own operators under the rule
