@@ -197,6 +197,36 @@ def test_timing_lanes_keep_a_pool_each_side_by_side():
         timing._SHARED_POOLS.close_except(set())
 
 
+def test_a_kept_pool_broken_under_a_lane_is_no_tasks_verdict(monkeypatch):
+    """A kept pool whose pipes were closed under it (as by a stop from elsewhere): "write to closed file" once
+    recorded a timing error for every task of the shard, and the build dropped them. The shard is timed again in
+    fresh workers; when the harness fails twice, the command stops with a machine fault and writes no timing."""
+    from opgen.errors import MachineFault
+    from opgen.sandbox.pool import SandboxPool
+    from opgen.timing import driver as timing
+
+    records = [{"id": "linear", "code": LINEAR_TASK}, {"id": "again", "code": LINEAR_TASK}]
+    options = {"device": "cpu", "trials": 2, "warmups": 0, "with_compile": False, "progress": False,
+               "reuse_pools": True}
+    try:
+        time_records(records[:1], **options)
+        [broken] = timing._SHARED_POOLS.values()
+        for worker in broken._pool:
+            worker.proc.stdin.close()
+        timed = time_records(records, **options)
+        assert [row["timing_status"] for row in timed] == ["ok", "ok"] and all(row["eager_ms"] > 0 for row in timed)
+        assert broken not in timing._SHARED_POOLS.values()   # replaced by a fresh pool
+
+        def always_broken(self, *args, **kwargs):
+            raise ValueError("write to closed file")
+
+        monkeypatch.setattr(SandboxPool, "run_many", always_broken)
+        with pytest.raises(MachineFault, match="failed twice, no task timed: ValueError: write to closed file"):
+            time_records(records, **options)
+    finally:
+        timing._SHARED_POOLS.close_except(set())
+
+
 def test_untimed_warm_ups_take_as_many_calls_a_hold_as_fit_in_a_short_hold(tmp_path, monkeypatch):
     """A call per hold of the GPU's lock made short tasks queue for it once a call; a slow task still gives the lock
     up after every call."""

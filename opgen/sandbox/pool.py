@@ -377,6 +377,13 @@ class KeptPools:
                 self._pools[key] = make().__enter__()
             return self._pools[key]
 
+    def discard(self, key: tuple) -> None:
+        """Stop the kept pool of `key`, if any: the next `get` starts a fresh one."""
+        with self._lock:
+            pool = self._pools.pop(key, None)
+        if pool is not None:
+            pool.close()
+
     def close_except(self, keys: set[tuple]) -> None:
         """Stop the kept pools whose key is not in `keys`."""
         with self._lock:

@@ -129,16 +129,26 @@ def _time_once(records: list[dict], options: TimingOptions, *, timeout_s: float,
         keep = {_pool_key(workers, timeout_s, memory_mb, e, lane) for e in gpu_envs.values()}
         _SHARED_POOLS.close_except(keep | {key for key in _SHARED_POOLS.keys() if key[0] != lane})
     results: list[dict | None] = [None] * len(records)
-    shard_errors: dict[str, str] = {}
     faults: list[MachineFault] = []
 
     def run_shard(gpu: str, indices: list[int]) -> None:
-        try:
-            _time_shard(gpu, indices)
-        except MachineFault as fault:  # a worker that cannot start: no timing is written for any task
-            faults.append(fault)
-        except Exception as error:  # noqa: BLE001 - its tasks get the reason, the other GPUs' go on
-            shard_errors[gpu] = f"{type(error).__name__}: {error}"
+        # The harness failing (a pipe to a worker closed under it, a pool stopped) is no task's verdict: the shard
+        # is timed again in fresh workers, and a second failure stops the command (a resumed build times it then).
+        for attempt in (1, 2):
+            try:
+                _time_shard(gpu, indices)
+                return
+            except MachineFault as fault:  # a worker that cannot start: no timing is written for any task
+                faults.append(fault)
+                return
+            except Exception as error:  # noqa: BLE001 - the harness's failure, reported as the machine's
+                if stop is not None and stop.is_set():
+                    return
+                if reuse_pools:
+                    _SHARED_POOLS.discard(_pool_key(workers, timeout_s, memory_mb, gpu_envs[gpu], lane))
+                if attempt == 2:
+                    faults.append(MachineFault(f"the timing workers of {'GPU ' + gpu if gpu else 'the host'} failed "
+                                               f"twice, no task timed: {type(error).__name__}: {error}"))
 
     def _time_shard(gpu: str, indices: list[int]) -> None:
         shard_env = gpu_envs[gpu]
@@ -170,8 +180,8 @@ def _time_once(records: list[dict], options: TimingOptions, *, timeout_s: float,
         raise faults[0]
     if stop is not None and stop.is_set():
         return None
-    failure = "; ".join(shard_errors.values()) or "timing shard did not finish"
-    timed = [{**record, **(result or _failed("error", failure))} for record, result in zip(records, results)]
+    timed = [{**record, **(result or _failed("error", "timing shard did not finish"))}
+             for record, result in zip(records, results)]
     # a timing error that names the machine, or a run of identical ones, is no task's: stop, time them again later
     ErrorRun().check(timed, records, detail_key="timing_error")
     return timed
