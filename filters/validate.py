@@ -18,10 +18,12 @@ VALIDATION_STAGES = (*(f.name for f in STATIC_FILTERS), SANDBOX_STAGE, *STAGE_NA
 
 
 def _payload(record: dict, device: str, threads: int, runtime_window_ms, seed: int, draws: int,
-             checks: tuple[str, ...] | None = None) -> dict:
+             checks: tuple[str, ...] | None = None, timeout_s: float | None = None) -> dict:
     return {"code": record["code"], "id": record.get("id"), "device": device, "threads": threads, "seed": seed,
             "draws": draws, "runtime_window_ms": list(runtime_window_ms) if runtime_window_ms else None,
-            "stages": list(checks) if checks is not None else None}
+            "stages": list(checks) if checks is not None else None,
+            # what the GPU memory ledger reserves and how long it may wait (filters/execute/worker.py)
+            "bytes_moved": record.get("bytes_moved"), "timeout_s": timeout_s}
 
 
 def _verdict(result: SandboxResult) -> Verdict:
@@ -93,7 +95,7 @@ def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int =
     unknown = sorted(set(checks or ()) - set(STAGE_NAMES))
     if unknown:
         raise ValueError(f"unknown execute checks: {', '.join(unknown)} (known: {', '.join(STAGE_NAMES)})")
-    payloads = [_payload(r, device, threads, runtime_window_ms, seed, draws, checks) for r in records]
+    payloads = [_payload(r, device, threads, runtime_window_ms, seed, draws, checks, timeout_s) for r in records]
     slot_envs = gpu_slot_envs(device)
     if slot_envs:  # lane k's workers start on the GPU after lane k-1's
         offset = (lane * workers) % len(slot_envs)
@@ -104,25 +106,29 @@ def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int =
         pool = shared_pool(workers, timeout_s, memory_mb, slot_envs, lane, threads)
         results = pool.run_many(CHECK_FUNCTION, payloads, progress=progress, stop=stop)
         if sharing:
-            # GPU memory runs short only while other checks hold it, and most such tasks pass when tried again at
-            # once in a kept worker: seconds, where a fresh worker costs its imports and first compile (~15 s,
-            # one after another, while the shard waits)
-            short = [i for i, result in enumerate(results) if _short_of_gpu_memory(result)]
-            for index, result in zip(short, pool.run_many(CHECK_FUNCTION, [payloads[i] for i in short], stop=stop)):
-                results[index], retried[index] = result, "kept worker"
+            # GPU memory runs short only while other checks hold it: such a task is tried again in a kept worker,
+            # twice at most, each time once the memory it needs is free (bounded: opgen/sandbox/gpu_memory.py).
+            # A fresh worker cost ~25 s of imports and first compile on an H100, one after another while the
+            # shard waited: 23% of the execute workers' time on the first 1,018 candidates of the 6,000-task build.
+            for _ in range(2):
+                short = [i for i, result in enumerate(results) if _short_of_gpu_memory(result)]
+                again = [{**payloads[i], "memory_wait": True} for i in short]
+                for index, result in zip(short, pool.run_many(CHECK_FUNCTION, again, stop=stop)):
+                    results[index], retried[index] = result, "kept worker"
     else:
         with SandboxPool(workers, timeout_s, memory_mb, slot_envs=slot_envs, threads=threads) as pool:
             results = pool.run_many(CHECK_FUNCTION, payloads, progress=progress, stop=stop)
     if stop is not None and stop.is_set():
         return None
     crowded = [i for i, result in enumerate(results)
-               if over_memory_limit(result) or (sharing and _short_of_gpu_memory(result))]
+               if over_memory_limit(result) or (sharing and not reuse_pool and _short_of_gpu_memory(result))]
     if crowded:
-        # Workers share the GPU, and a kept worker's resident memory holds what its earlier tasks left: a task
-        # that ran out of memory beside others (again), or past the resident limit, is judged again alone in a
-        # fresh worker, so its verdict is about the task, not about its neighbours or its predecessors.
+        # A kept worker's resident memory holds what its earlier tasks left: a task past the resident limit (or,
+        # without kept workers, short of GPU memory beside others) is judged again alone in a fresh worker, so its
+        # verdict is about the task, not about its predecessors.
         with SandboxPool(1, timeout_s, memory_mb, max_tasks_per_worker=1) as pool:
-            for index, result in zip(crowded, pool.run_many(CHECK_FUNCTION, [payloads[i] for i in crowded])):
+            again = [{**payloads[i], "memory_wait": _short_of_gpu_memory(results[i])} for i in crowded]
+            for index, result in zip(crowded, pool.run_many(CHECK_FUNCTION, again)):
                 results[index], retried[index] = result, "fresh worker"
     lines = []
     for index, (record, result) in enumerate(zip(records, results)):

@@ -98,6 +98,7 @@ COLUMN_REGISTRY: tuple[Column, ...] = (
                                              "eager and compile each keep the faster of the two medians"),
     Column("eager_ms_first", _F, "timing", "", published=False),   # the first eager median of a rechecked row
     Column("quiet_paused", _I, "timing", "", published=False),   # workers a recheck's quiet hold paused
+    Column("memory_wait_s", _F, "timing", "", published=False),   # a retry's wait for free GPU memory
     # timing columns kept in the run folder (timed.jsonl) but not published
     Column("compile_s", _F, "timing", "", published=False),
     Column("tf32", pa.bool_(), "timing", "", published=False),

@@ -227,6 +227,33 @@ def test_a_kept_pool_broken_under_a_lane_is_no_tasks_verdict(monkeypatch):
         timing._SHARED_POOLS.close_except(set())
 
 
+def recording_measure_task(payload: dict) -> dict:
+    """The timing, run after writing down what the GPU memory ledger would read from the payload."""
+    from opgen.timing.measure import measure_task
+
+    with open(os.environ["OPGEN_TEST_PAYLOAD_LOG"], "a") as log:
+        log.write(json.dumps({key: payload.get(key) for key in ("bytes_moved", "timeout_s", "memory_wait")}) + "\n")
+    return measure_task(payload)
+
+
+def test_a_task_short_of_gpu_memory_is_timed_again_once_its_memory_is_free(tmp_path, monkeypatch):
+    from opgen.timing import driver as timing
+
+    marker, log = tmp_path / "ran", tmp_path / "payloads.jsonl"
+    short_once = LINEAR_TASK.replace("    def forward(self, x):\n", "    def forward(self, x):\n"
+                                     f"        if not __import__('os').path.exists({str(marker)!r}):\n"
+                                     f"            open({str(marker)!r}, 'w').close()\n"
+                                     "            raise RuntimeError('CUDA out of memory. Tried to allocate 2 GiB')\n")
+    monkeypatch.setenv("OPGEN_TEST_PAYLOAD_LOG", str(log))
+    monkeypatch.setattr(timing, "FN_PATH", f"{__name__}:recording_measure_task")
+    [row] = time_records([{"id": "short", "code": short_once, "bytes_moved": 2**20, "flops": 1e6}], device="cpu", trials=2,
+                         warmups=0, with_compile=False, progress=False, timeout_s=300)
+    assert row["timing_status"] == "ok" and row["eager_ms"] > 0
+    sent = [json.loads(line) for line in log.read_text().splitlines()]
+    assert sent == [{"bytes_moved": 2**20, "timeout_s": 300, "memory_wait": None},
+                    {"bytes_moved": 2**20, "timeout_s": 300, "memory_wait": True}]
+
+
 def test_untimed_warm_ups_take_as_many_calls_a_hold_as_fit_in_a_short_hold(tmp_path, monkeypatch):
     """A call per hold of the GPU's lock made short tasks queue for it once a call; a slow task still gives the lock
     up after every call."""

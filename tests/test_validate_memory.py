@@ -1,14 +1,18 @@
-"""Memory pressure: a task that runs out of memory beside other workers, or past the pool's resident limit, is
-judged again alone in a fresh worker; past the limit even then, it is an `exec_error` flagged `memory_limit`
-(a limit of the pipeline's own, not a crash)."""
+"""Memory pressure: a task that runs out of GPU memory beside other workers is tried again in a kept worker (twice
+at most, each time once the memory it needs is free), or in a fresh one without kept workers; a task past the pool's
+resident limit is judged again alone in a fresh worker; past the limit even then, it is an `exec_error` flagged
+`memory_limit` (a limit of the pipeline's own, not a crash)."""
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 import pytest
 
 from filters import validate
+from filters.execute.worker import check_task
 from opgen.sandbox.pool import SandboxResult, out_of_memory, over_memory_limit
 
 BAD = Path(__file__).parent / "bad_tasks"
@@ -26,6 +30,26 @@ def pools_made(monkeypatch) -> list[tuple]:
 
     monkeypatch.setattr(validate, "SandboxPool", counting_pool)
     return made
+
+
+PAYLOAD_LOG_ENV = "OPGEN_TEST_PAYLOAD_LOG"
+
+
+def recording_check_task(payload: dict) -> dict:
+    """The execute checks, run after writing down what the GPU memory ledger would read from the payload."""
+    with open(os.environ[PAYLOAD_LOG_ENV], "a") as log:
+        log.write(json.dumps({key: payload.get(key) for key in ("id", "bytes_moved", "timeout_s", "memory_wait")})
+                  + "\n")
+    return check_task(payload)
+
+
+@pytest.fixture
+def payloads_sent(monkeypatch, tmp_path) -> Path:
+    """A log of the payloads the workers got (what the GPU memory ledger reads from them), one JSON line each."""
+    log = tmp_path / "payloads.jsonl"
+    monkeypatch.setenv(PAYLOAD_LOG_ENV, str(log))
+    monkeypatch.setattr(validate, "CHECK_FUNCTION", f"{__name__}:recording_check_task")
+    return log
 
 
 def test_out_of_memory_is_recognised():
@@ -93,8 +117,8 @@ def _short_once(marker: Path) -> str:
         "            raise RuntimeError('CUDA out of memory. Tried to allocate 2.00 GiB')\n")
 
 
-def test_a_task_short_of_gpu_memory_is_tried_again_in_a_kept_worker(pools_made, tmp_path):
-    records = [{"id": "short", "code": _short_once(tmp_path / "ran")},
+def test_a_task_short_of_gpu_memory_is_tried_again_in_a_kept_worker(pools_made, payloads_sent, tmp_path):
+    records = [{"id": "short", "code": _short_once(tmp_path / "ran"), "bytes_moved": 3 * 2**30},
                {"id": "other", "code": (BAD / "exec_error__raises.py").read_text()}]
     kept = len(validate._KEPT_POOLS)
     try:
@@ -109,13 +133,37 @@ def test_a_task_short_of_gpu_memory_is_tried_again_in_a_kept_worker(pools_made, 
     assert (lines[0]["reason"], lines[0]["memory_retry"]) == ("trivial", "kept worker")
     assert lines[0]["worker_pid"] in pids
     assert lines[1]["reason"] == "exec_error" and "memory_retry" not in lines[1]
+    # every payload carries the task's bytes and time limit; the retry waits for the memory the task needs
+    sent = sorted((json.loads(line) for line in payloads_sent.read_text().splitlines()),
+                  key=lambda p: (p["id"], bool(p["memory_wait"])))
+    assert sent == [{"id": "other", "bytes_moved": None, "timeout_s": 60, "memory_wait": None},
+                    {"id": "short", "bytes_moved": 3 * 2**30, "timeout_s": 60, "memory_wait": None},
+                    {"id": "short", "bytes_moved": 3 * 2**30, "timeout_s": 60, "memory_wait": True}]
 
 
-def test_a_task_short_of_gpu_memory_in_a_pool_of_its_own_goes_to_a_fresh_worker(pools_made, tmp_path):
+def test_a_task_always_short_of_gpu_memory_is_tried_three_times_in_kept_workers(pools_made, payloads_sent):
+    always_short = (BAD / "trivial__identity.py").read_text().replace(
+        "    def forward(self, x):\n",
+        "    def forward(self, x):\n        raise RuntimeError('CUDA out of memory. Tried to allocate 2.00 GiB')\n")
+    try:
+        [line] = validate.execute_verdicts([{"id": "short", "code": always_short}], workers=2, timeout_s=60,
+                                           memory_mb=None, reuse_pool=True)
+    finally:
+        validate._KEPT_POOLS.close_except(set())
+    assert pools_made == [(2, None)]   # no fresh worker: its start-up would buy nothing on a crowded GPU
+    assert line["reason"] == "exec_error" and "out of memory" in line["detail"]
+    assert line["memory_retry"] == "kept worker"
+    sent = [json.loads(line)["memory_wait"] for line in payloads_sent.read_text().splitlines()]
+    assert sent == [None, True, True]
+
+
+def test_a_task_short_of_gpu_memory_in_a_pool_of_its_own_goes_to_a_fresh_worker(pools_made, payloads_sent, tmp_path):
     [line] = validate.execute_verdicts([{"id": "short", "code": _short_once(tmp_path / "ran")}], workers=2,
                                        timeout_s=60, memory_mb=None)
     assert pools_made == [(2, None), (1, 1)]
     assert (line["reason"], line["memory_retry"]) == ("trivial", "fresh worker")
+    sent = [json.loads(line)["memory_wait"] for line in payloads_sent.read_text().splitlines()]
+    assert sent == [None, True]   # the fresh worker's try waits for the memory the task needs
 
 
 def test_run_profile_sums_up_the_checks_peak_gpu_memory():

@@ -9,6 +9,7 @@ import torch
 from filters.base import Filter, Verdict, judge
 from filters.execute import STAGES
 from filters.execute.task_run import TaskRun
+from opgen.sandbox import gpu_memory
 from opgen.sandbox.gpus import current_gpu_lock_path
 from opgen.sandbox.torch_state import isolated_torch_state
 
@@ -62,11 +63,14 @@ CHECK_WORKER_NICENESS = 10
 def check_task(payload: dict) -> dict:
     """Run the execute checks (or the payload's `stages` of them) on one task: {"reason", "detail", "metrics",
     "stages": [[name, seconds], ...], "lock_wait_s"} (the last: seconds the checks waited for the GPU's lock,
-    included in their stage seconds)."""
+    included in their stage seconds). A task tried again after it ran out of GPU memory beside other workers' tasks
+    (`memory_wait`) first waits for the memory it needs to come free (opgen/sandbox/gpu_memory.py)."""
     run = TaskRun.from_payload(payload)
+    waited = {}
     if run.device.startswith("cuda"):
         run.gpu_lock_path = current_gpu_lock_path()
         _yield_the_cores_to_timing()
+        waited = gpu_memory.wait_before_retry(payload, default_timeout_s=120.0)
     threads = payload.get("threads")
     measuring = run.device.startswith("cuda") and _reset_gpu_peak()
     only = payload.get("stages")   # a subset of the checks, by name (in their own order); None: all of them
@@ -78,6 +82,7 @@ def check_task(payload: dict) -> dict:
     if measuring:
         # the most GPU memory the checks held at once: what the task needs beside other workers' checks
         verdict.metrics["gpu_peak_mb"] = round(torch.cuda.max_memory_reserved() / 2**20)
+    verdict.metrics.update(waited)
     return {"reason": verdict.reason, "detail": verdict.detail, "metrics": verdict.metrics,
             "stages": [list(stage) for stage in verdict.stages], "lock_wait_s": round(run.lock_wait_s, 4)}
 

@@ -110,7 +110,7 @@ def _time_once(records: list[dict], options: TimingOptions, *, timeout_s: float,
     device = options.device
     if not records:
         return []
-    payloads = [{**options.payload(r), "quiet": quiet} for r in records]
+    payloads = [{**options.payload(r), "quiet": quiet, "timeout_s": timeout_s} for r in records]
     env = {"TORCHINDUCTOR_FX_GRAPH_CACHE": "1"}
     if cache_dir:
         env["TORCHINDUCTOR_CACHE_DIR"] = str(Path(cache_dir).resolve())
@@ -164,9 +164,10 @@ def _time_once(records: list[dict], options: TimingOptions, *, timeout_s: float,
             if crashed:
                 for k, outcome in zip(crashed, pool.run_many(FN_PATH, [shard_payloads[k] for k in crashed])):
                     outcomes[k] = outcome
-            # A task that ran out of GPU memory beside the other workers' tasks is timed again alone.
+            # A task that ran out of GPU memory beside the other workers' tasks is timed again, once the memory it
+            # needs is free.
             for k in [k for k, outcome in enumerate(outcomes) if out_of_memory(outcome, "timing_error")]:
-                outcomes[k] = pool.run_many(FN_PATH, [shard_payloads[k]])[0]
+                outcomes[k] = pool.run_many(FN_PATH, [{**shard_payloads[k], "memory_wait": True}])[0]
         for index, outcome in zip(indices, outcomes):
             results[index] = _timing_columns(outcome)
 

@@ -10,6 +10,7 @@ from dataclasses import replace
 
 from filters.window import Window
 from opgen.records import TIMING_COLUMNS
+from opgen.sandbox import gpu_memory
 from opgen.sandbox.gpus import compiled_graphs_locked, gpu_lock, inductor_benchmarks_locked
 from opgen.sandbox.quiet import quiet_host
 from opgen.sandbox.task import build_model, describe, draw_inputs, input_seed, load_namespace
@@ -48,6 +49,16 @@ def plan_of(payload: dict) -> TrialPlan:
 
 
 def measure_task(payload: dict) -> dict:
+    """Time one task (see `_measure_task`). On CUDA, a task timed again after it ran out of GPU memory beside other
+    workers' tasks (`memory_wait`) first waits for the memory it needs to come free (opgen/sandbox/gpu_memory.py)."""
+    waited = gpu_memory.wait_before_retry(payload, default_timeout_s=600.0) if payload.get("device", "cuda") == "cuda" else {}
+    result = _measure_task(payload)
+    if "memory_wait_s" in waited:
+        result["memory_wait_s"] = waited["memory_wait_s"]
+    return result
+
+
+def _measure_task(payload: dict) -> dict:
     """Time one task (payload: code, id, device, trials, warmups, trial_mode, seed, precision, compile, flops,
     bytes_moved, gpu_lock).
 
