@@ -71,6 +71,11 @@ def shared_pool(workers: int, timeout_s: float, memory_mb: int | None,
                            lambda: SandboxPool(workers, timeout_s, memory_mb, slot_envs=slot_envs, threads=threads))
 
 
+def forget_kept_pools(lane: int) -> None:
+    """Stop the execute checks' kept pools of `lane`: its next call starts fresh workers."""
+    _KEPT_POOLS.close_except({key for key in _KEPT_POOLS.keys() if key[-1] != lane})
+
+
 def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int = 2, timeout_s: float = 120,
                      memory_mb: int | None = 4096, runtime_window_ms: tuple[float, float] | None = None,
                      funnel: Funnel | None = None, progress: bool = False, seed: int = 0, draws: int = 3,

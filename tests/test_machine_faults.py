@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import pytest
 
@@ -151,3 +152,32 @@ def test_a_build_that_loses_its_gpu_stops_and_writes_no_verdict(tmp_path):
     log = (run / "logs" / "build.log").read_text()
     assert "stopped: machine fault: this torch build has no CUDA" in log
     assert "state saved" in log.splitlines()[-1]                  # the state is saved on the way out
+
+
+def test_an_execute_harness_failure_is_judged_again_in_fresh_workers_then_stops_the_build(monkeypatch):
+    """A kept pool whose pipes were closed under it: the shard is judged again in fresh workers, with the same
+    verdicts as an undisturbed run; failing twice, the build stops as the machine's fault and writes no verdict."""
+    from filters import validate
+    from opgen.pipeline.stages import _execute_shard
+
+    identity = (Path(__file__).parent / "bad_tasks" / "trivial__identity.py").read_text()   # judged before compile
+    payload = {"records": [{"id": "identity", "code": identity}], "device": "cpu", "workers": 1, "timeout_s": 120,
+               "memory_mb": None, "lane": 7}
+    try:
+        first = _execute_shard(payload)
+        [broken] = [pool for key, pool in zip(validate._KEPT_POOLS.keys(), validate._KEPT_POOLS.values())
+                    if key[-1] == 7]
+        for worker in broken._pool:
+            worker.proc.stdin.close()
+        again = _execute_shard(payload)
+        assert [v["reason"] for v in again["verdicts"]] == [v["reason"] for v in first["verdicts"]] == ["trivial"]
+        assert broken not in validate._KEPT_POOLS.values()
+
+        def always_broken(self, *args, **kwargs):
+            raise ValueError("write to closed file")
+
+        monkeypatch.setattr(SandboxPool, "run_many", always_broken)
+        with pytest.raises(MachineFault, match="lane 7 failed twice, no verdict written: ValueError"):
+            _execute_shard(payload)
+    finally:
+        validate._KEPT_POOLS.close_except(set())

@@ -6,6 +6,7 @@ import time
 from dataclasses import replace
 
 from filters.base import Funnel
+from opgen.errors import MachineFault
 from opgen.pipeline.executors import Stage
 from opgen.taskcode.dtypes import DEFAULT_DTYPE
 
@@ -54,20 +55,35 @@ def _sample_and_screen(payload: dict) -> dict:
 
 
 def _execute_shard(payload: dict) -> dict:
-    """Sandboxed execution filters (eager, compile, determinism, degenerate output) on a shard's records."""
-    from filters.validate import execute_verdicts
+    """Sandboxed execution filters (eager, compile, determinism, degenerate output) on a shard's records. The harness
+    failing (a pipe to a worker closed under it) is no task's verdict: the shard is judged again in fresh workers,
+    and a second failure stops the build as the machine's fault (a resumed build judges the shard then)."""
+    from filters.validate import execute_verdicts, forget_kept_pools
     from filters.window import Window
 
     window = None
     if payload["device"] == "cuda" and payload.get("window_ms"):
         window = Window(*payload["window_ms"]).widened(EXECUTE_WINDOW_SLACK)
-    funnel = Funnel()
-    verdicts = execute_verdicts(payload["records"], device=payload["device"], workers=payload["workers"],
-                                timeout_s=payload["timeout_s"], memory_mb=payload["memory_mb"], funnel=funnel,
-                                seed=payload.get("seed", 0),
-                                runtime_window_ms=(window.lo_ms, window.hi_ms) if window else None,
-                                reuse_pool=True, lane=payload.get("lane", 0), lanes=payload.get("lanes", 1),
-                                stop=payload.get("stop"))
+    lane = payload.get("lane", 0)
+    for attempt in (1, 2):
+        funnel = Funnel()
+        try:
+            verdicts = execute_verdicts(payload["records"], device=payload["device"], workers=payload["workers"],
+                                        timeout_s=payload["timeout_s"], memory_mb=payload["memory_mb"],
+                                        funnel=funnel, seed=payload.get("seed", 0),
+                                        runtime_window_ms=(window.lo_ms, window.hi_ms) if window else None,
+                                        reuse_pool=True, lane=lane, lanes=payload.get("lanes", 1),
+                                        stop=payload.get("stop"))
+            break
+        except MachineFault:
+            raise
+        except Exception as error:  # noqa: BLE001 - the harness's failure, reported as the machine's
+            forget_kept_pools(lane)
+            if payload.get("stop") is not None and payload["stop"].is_set():
+                return _stopped()
+            if attempt == 2:
+                raise MachineFault(f"the execute workers of lane {lane} failed twice, no verdict written: "
+                                   f"{type(error).__name__}: {error}") from error
     if verdicts is None:
         return _stopped()
     return {"verdicts": verdicts, "funnel": funnel.to_dict()}
