@@ -73,7 +73,7 @@ def _compile_pool(options, jobs: int) -> SandboxPool:
     memory = max(options.memory_mb, COMPILE_MEMORY_MB) if options.memory_mb else None
     env = {"CUDA_VISIBLE_DEVICES": "", "MAX_JOBS": str(max(1, cores // workers))}   # no GPU: compiling only
     key = (workers, float(options.compile_timeout_s), memory)
-    return _POOLS.get(key, lambda: SandboxPool(workers, options.compile_timeout_s, memory, env=env,
+    return _POOLS.get(key, lambda: SandboxPool(workers, options.compile_timeout_s, memory, env=env, confined=True,
                                                threads=max(1, cores // workers)))
 
 

@@ -95,7 +95,7 @@ def grading_pool(options: GradeOptions) -> SandboxPool:
     threads = worker_threads(options)
     memory = _memory_mb(options)
     key = (options.device, options.workers, float(options.timeout_s), memory)
-    return _POOLS.get(key, lambda: SandboxPool(options.workers, options.timeout_s, memory,
+    return _POOLS.get(key, lambda: SandboxPool(options.workers, options.timeout_s, memory, confined=True,
                                                slot_envs=gpu_slot_envs(options.device), threads=threads))
 
 
@@ -142,7 +142,7 @@ def run_grades(payloads: list[dict], options: GradeOptions, progress: bool = Fal
         lines[index] = _line(result)
     crowded = [i for i in todo if lines[i]["reason"] == "out_of_memory"]
     if crowded:   # judged again alone in a fresh worker: the memory a neighbour or a predecessor held is not its fault
-        with SandboxPool(1, options.timeout_s, _memory_mb(options), max_tasks_per_worker=1,
+        with SandboxPool(1, options.timeout_s, _memory_mb(options), max_tasks_per_worker=1, confined=True,
                          slot_envs=gpu_slot_envs(options.device)) as pool:
             for index, result in zip(crowded, pool.run_many(GRADE_FUNCTION, [payloads[i] for i in crowded])):
                 lines[index] = _line(result)

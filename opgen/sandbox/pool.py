@@ -28,6 +28,7 @@ import psutil
 from tqdm import tqdm
 
 from opgen.errors import MachineFault
+from opgen.sandbox.confine import CONFINE_ENV
 from opgen.sandbox.quiet import register_worker, unregister_worker
 from opgen.sandbox.worker import SYS_PATH_ENV
 
@@ -197,11 +198,13 @@ class SandboxPool:
     DEFAULT_CACHE_DIR) so compiles are reused across workers and runs. Each worker gets `threads` OpenMP
     threads (default: the machine's cores shared among this pool's workers; a caller running several pools
     side by side shares them among all of their workers, or the pools' threads oversubscribe the cores).
+    `confined` workers (those that run solution code) can signal only themselves and their own children
+    (opgen/sandbox/confine.py; `OPGEN_SANDBOX_CONFINE=0` in this process's environment turns it off).
     """
 
     def __init__(self, workers: int, timeout_s: float, memory_mb: int | None, env: dict[str, str] | None = None,
                  *, max_tasks_per_worker: int | None = None, slot_envs: list[dict[str, str]] | None = None,
-                 threads: int | None = None):
+                 threads: int | None = None, confined: bool = False):
         if workers < 1:
             raise ValueError("workers must be >= 1")
         self.workers = workers
@@ -209,6 +212,7 @@ class SandboxPool:
         self.memory_mb = memory_mb
         self.max_tasks_per_worker = max_tasks_per_worker
         self.threads = threads or max(1, (os.cpu_count() or 1) // workers)
+        self.confined = confined and os.environ.get(CONFINE_ENV) != "0"
         self.env = self._worker_env(env or {})
         self.slot_envs = [dict(extra) for extra in slot_envs or []]
         self._pool: list[_Worker] = []
@@ -226,6 +230,9 @@ class SandboxPool:
         package_root = str(Path(__file__).resolve().parents[2])  # so `-m opgen.sandbox.worker` resolves
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
         env.update(extra)
+        env.pop(CONFINE_ENV, None)
+        if self.confined:   # workers that run solution code: opgen/sandbox/confine.py
+            env[CONFINE_ENV] = "1"
         Path(env["TORCHINDUCTOR_CACHE_DIR"]).mkdir(parents=True, exist_ok=True)
         return env
 
