@@ -13,8 +13,10 @@ NEED_PER_BYTE_MOVED = 4
 NEED_FLOOR_MB = 512
 # A task without an estimate (a hand-written candidate, a KernelBench problem) waits for this share of the GPU.
 UNKNOWN_NEED_SHARE = 1 / 8
-# A retry waits at most this share of its sandbox time limit, then runs anyway, so waiting never becomes a timeout.
+# A retry waits at most this share of its sandbox time limit (and never over a minute), then runs anyway, so waiting
+# never becomes a timeout, nor holds a timing lane long.
 MAX_WAIT_SHARE = 0.25
+MAX_WAIT_S = 60.0
 POLL_S = 0.1
 
 
@@ -51,5 +53,5 @@ def wait_before_retry(payload: dict, default_timeout_s: float) -> dict:
     except Exception:  # noqa: BLE001 - a broken context: the task's own run will say so
         return {}
     need = estimated_need_mb(payload.get("bytes_moved"), total_mb)
-    max_wait = MAX_WAIT_SHARE * float(payload.get("timeout_s") or default_timeout_s)
+    max_wait = min(MAX_WAIT_S, MAX_WAIT_SHARE * float(payload.get("timeout_s") or default_timeout_s))
     return wait_for_free_memory(need, max_wait, lambda: torch.cuda.mem_get_info()[0] / 2**20)
