@@ -134,3 +134,51 @@ def test_a_resumed_build_repairs_rows_timed_before_the_guard_knew_them(monkeypat
         assert len(calls) == 1
     finally:
         build.executor.close()
+
+
+def test_a_resumed_build_times_again_the_rows_its_timing_harness_failed(monkeypatch, tmp_path):
+    """A shard whose timing pool broke under it recorded "error: ValueError: write to closed file" for every row,
+    and the window rejected them all: on resume those rows are timed again (on any device) and judged anew; rows that
+    failed for the task's own reasons stay as they were."""
+    from opgen.pipeline.build import Build
+    from opgen.pipeline.config import BuildConfig
+    from opgen.pipeline.executors import LocalExecutor
+    from opgen.pipeline.rundir import RunDir
+    from opgen.pipeline.stages import TIMING
+    from opgen.timing import driver
+
+    calls = []
+
+    def time_once(rows, options, *, quiet=False, **_):   # as the workers answer: every timing column anew
+        calls.append(([r["id"] for r in rows], quiet))
+        return [{**r, "eager_ms": 4.0, "compile_ms": 2.0, "timing_status": "ok", "timing_error": None} for r in rows]
+
+    monkeypatch.setattr(driver, "_time_once", time_once)
+    rundir = RunDir(tmp_path)
+    folder = rundir.shard_dir(393)
+    folder.mkdir(parents=True)
+    untimed = dict.fromkeys(("eager_ms", "eager_device_us", "compile_ms", "compile_device_us", "compile_speedup"))
+    rows = [_row(5.0, id="fine", sample_index=0),
+            {**_row(5.0, id="lost", sample_index=1), **untimed, "timing_status": "error",
+             "timing_error": "error: ValueError: write to closed file"},
+            {**_row(5.0, id="raises", sample_index=2), **untimed, "timing_status": "error",
+             "timing_error": "eager: RuntimeError: shape mismatch"}]
+    rundir.write_rows(folder, "timed", rows)
+    rundir.write_rows(folder, "timing", [{"sample_index": 0, "keep": True}, {"sample_index": 1, "keep": False},
+                                         {"sample_index": 2, "keep": False}])
+    rundir.mark(folder, "timing", {"funnel": {}, "gpu_s": 1.5})
+    build = Build.__new__(Build)
+    build.rundir, build.config = rundir, BuildConfig(n=3, seed=0, device="cpu", cpu_timing=True,
+                                                    runtime_window_ms=(1.0, 100.0))
+    build.executor, build.timing, build.timing_job_workers = LocalExecutor(2), TIMING, 1
+    try:
+        build._recheck_timed_rows()
+        assert calls == [(["lost"], False)]
+        fresh = RunDir(tmp_path)
+        assert [r["eager_ms"] for r in fresh.rows(folder, "timed")] == [5.0, 4.0, None]
+        assert [v["keep"] for v in fresh.rows(folder, "timing")] == [True, True, False]
+        build.rundir = fresh
+        build._recheck_timed_rows()
+        assert len(calls) == 1
+    finally:
+        build.executor.close()

@@ -40,6 +40,7 @@ from opgen.pipeline.state import read_state, restore_state, snapshot_state, writ
 from opgen.records import EXECUTE_COLUMNS
 from opgen.sandbox.faults import ErrorRun
 from opgen.sandbox.gpus import visible_gpu_models
+from opgen.timing.driver import harness_failed
 from opgen.timing.guard import suspicions
 
 __all__ = ["Build", "BuildConfig", "BuildResult", "run_build"]
@@ -206,14 +207,15 @@ class Build:
         return True
 
     def _recheck_timed_rows(self) -> None:
-        """Apply the timing guard to shards timed before: a row it suspects now and never timed again (taken before
-        a guard rule existed) is timed again with the host quiet, and the shard's window verdicts, funnel and marker
-        are written anew. Runs before any new work, once per row (rechecked rows say so)."""
+        """Repair shards timed before: a row whose timing the harness failed (no verdict of the task's: a pool's
+        pipe closed under it) is timed again, and on CUDA a row the timing guard suspects now and never timed again
+        (taken before a guard rule existed) is timed again with the host quiet; the shard's window verdicts, funnel
+        and marker are written anew. Runs before any new work, once per row (rechecked rows say so)."""
         jobs, markers = [], {}
         for folder in sorted(self.rundir.root.glob("shards/*")):
             marker = self.rundir.done(folder, "timing")
             rows = self.rundir.rows(folder, "timed") if marker is not None else []
-            if any(suspicions(row) and not row.get("timing_rechecked") for row in rows):
+            if any(harness_failed(row) or (suspicions(row) and not row.get("timing_rechecked")) for row in rows):
                 markers[folder] = marker
                 jobs.append((folder, {"records": rows, "options": self.config.timing_options(), "recheck_only": True,
                                       "timeout_s": max(600.0, self.config.timeout_s),
@@ -229,13 +231,14 @@ class Build:
             before = {row["sample_index"]: row for row in self.rundir.rows(folder, "timed")}
             changed["rows"] += sum(1 for row in result["records"]
                                    if row.get("eager_ms") != before[row["sample_index"]].get("eager_ms"))
+            changed["failed"] += sum(1 for row in before.values() if harness_failed(row))
             self.rundir.write_rows(folder, "timed", result["records"])
             self.rundir.write_rows(folder, "timing", result["verdicts"])
             self.rundir.mark(folder, "timing", {**markers[folder], "funnel": result["funnel"]})
 
         run_jobs(self.executor, self.timing, jobs, on_result, desc="recheck", progress=False)
-        log.info("timing guard over earlier shards: %d shard(s) held suspect rows, %d row(s) got a faster median, "
-                 "%.1f s", len(jobs), changed["rows"], time.perf_counter() - started)
+        log.info("timing guard over earlier shards: %d shard(s) held suspect rows or %d the harness failed, %d row(s) "
+                 "got a new median, %.1f s", len(jobs), changed["failed"], changed["rows"], time.perf_counter() - started)
 
     def _save_state_now_and_then(self) -> None:
         """After a marker: save the state once STATE_INTERVAL_S (or ten times the last save's time) has passed,

@@ -88,7 +88,8 @@ def time_records(records: list[dict], options: TimingOptions | None = None, *, t
     their own, by `lane`. On CUDA, `guard` times a row again when its own evidence says its timing was slowed
     (opgen/timing/guard.py); `recheck_only` takes `records` as timed already and only applies the guard (rows
     timed before a guard rule existed, or rechecked under an older one). Once `stop` is set (the build no longer needs these
-    timings) the tasks under way finish, none starts, and the call returns None."""
+    timings) the tasks under way finish, none starts, and the call returns None. With `recheck_only`, rows whose
+    timing the harness failed (`harness_failed`) are timed again first, on any device."""
     options = options or TimingOptions(**option_fields)
 
     def time_once(rows: list[dict], show: bool, quiet: bool = False) -> list[dict] | None:
@@ -96,7 +97,16 @@ def time_records(records: list[dict], options: TimingOptions | None = None, *, t
                           cache_dir=cache_dir, memory_mb=memory_mb, reuse_pools=reuse_pools, stop=stop, lane=lane,
                           quiet=quiet)
 
-    timed = [dict(r) for r in records] if recheck_only else time_once(records, progress)
+    if recheck_only:
+        timed = [dict(r) for r in records]
+        failed = [index for index, row in enumerate(timed) if harness_failed(row)]
+        again = time_once([timed[index] for index in failed], False) if failed else []
+        if again is None:
+            return None
+        for index, row in zip(failed, again):
+            timed[index] = row
+    else:
+        timed = time_once(records, progress)
     if timed is None or not guard or options.device != "cuda":
         return timed
     return recheck(timed, lambda suspects: time_once(suspects, False, quiet=True))
@@ -186,6 +196,13 @@ def _time_once(records: list[dict], options: TimingOptions, *, timeout_s: float,
     # a timing error that names the machine, or a run of identical ones, is no task's: stop, time them again later
     ErrorRun().check(timed, records, detail_key="timing_error")
     return timed
+
+
+def harness_failed(row: dict) -> bool:
+    """A row whose timing failed for the harness's reason, not the task's: the timing function itself raised (the
+    task's own errors come back inside its result), or the shard never finished. Such a row is no verdict: a
+    recheck (`recheck_only`) times it again."""
+    return row.get("timing_status") == "error" and str(row.get("timing_error") or "").startswith("error: ")
 
 
 def _timing_columns(outcome) -> dict:
