@@ -102,6 +102,18 @@ def test_a_worker_that_saw_tampering_is_not_used_again():
     assert after["reason"] == "ok" and after["worker_pid"] != cheat["worker_pid"]   # ... but not this one
 
 
+def test_a_finalizer_cannot_patch_the_next_grade_in_its_worker():
+    """A model whose attribute's `__del__` patches torch.stack (the comparison's) once the grader drops it: the
+    grader frees the model and collects before its last guard check, so the patch is this grade's `tampering`, and a
+    wrong solution graded next in the same pool is still wrong (it passed as correct before)."""
+    task = {"id": "linear_gelu", "code": (TASKS / "linear_gelu.py").read_text()}
+    options = GradeOptions(device="cpu")
+    bomb = grade_task(task, (CORPUS / "solutions" / "cheat_finalizer_patch.py").read_text(), options)
+    zeros = grade_task(task, (CORPUS / "solutions" / "cheat_zeros.py").read_text(), options, static_scan=False)
+    assert (bomb["reason"], bomb["detail"]) == ("tampering", "torch.stack was replaced or deleted")
+    assert zeros["reason"] == "mismatch"
+
+
 def test_sandbox_time_limit_is_a_verdict():
     task = {"id": "linear_gelu", "code": (TASKS / "linear_gelu.py").read_text()}
     spinning = ("import torch.nn as nn\nclass ModelNew(nn.Module):\n    def __init__(self, *args):\n"

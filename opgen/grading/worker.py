@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import gc
 import linecache
 import time
 from collections.abc import Callable
@@ -57,6 +58,17 @@ def solution_namespace(code: str) -> dict:
     return namespace
 
 
+@contextlib.contextmanager
+def garbage_collection_paused():
+    """No automatic garbage collection inside (allocations alone never run a finalizer there); as it was after."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
 class Verdict(Exception):
     """Ends the grade with a reason (not `ok`)."""
 
@@ -81,6 +93,7 @@ def grade_in_worker(payload: dict) -> dict:
         except BaseException as error:  # noqa: BLE001 - whatever the solution left behind broke the grade
             grading.result.update(correct=False, reason="exec_error", detail=f"grading stopped: {describe(error)}")
         # whatever ended the grade (a solution may patch, then fail), what it changed is a verdict of its own
+        grading.drop_solution()
         problem = grading.guard.problem() if grading.guard is not None else None
         if problem and grading.result["reason"] != "tampering":
             grading.result.update(correct=False, reason="tampering", detail=problem)
@@ -108,6 +121,13 @@ class Grading:
                              "tolerance_ratio": None, "non_finite_values": 0, "atol": None, "rtol": None,
                              "configs": [c.name for c in self.configs], "draws": self.draws, "seed": self.seed,
                              "device": self.device, "kernels_only": bool(payload.get("kernels_only"))}
+
+    def drop_solution(self) -> None:
+        """Free the solution's model and collect every cycle now, so that the finalizers it left (`__del__`) run
+        before the grade's last guard check, not after it: a finalizer that patched the process once the grader
+        dropped the model made the next grade in the same worker pass a wrong solution (a zeros one)."""
+        self.candidate = None
+        gc.collect()
 
     def run(self) -> None:
         self.settings = Settings()
@@ -213,16 +233,20 @@ class Grading:
             outputs = self.call_solution(candidate_inputs)
         except Verdict as verdict:   # which configuration it failed at: a held-out one says it was fitted to the sizes
             raise Verdict(verdict.reason, f"{where}: {verdict.detail}") from None
-        aliased = aliased_input(outputs, candidate_inputs)
-        modified = modified_input(candidate_inputs, inputs)
-        reference_inputs = fresh(inputs)
-        expected = self.call_reference(reference_inputs)
-        try:
-            self.judge(outputs, candidate_inputs, expected, reference_inputs, inputs, aliased, modified, where)
-        except Verdict as verdict:
-            if after_timing and verdict.reason in ("output_format", "non_finite", "mismatch"):
-                raise Verdict("mismatch_after_timing", f"{verdict.reason}: {verdict.detail}") from None
-            raise
+        # From here to the verdict only the grader's code runs: no collection either, whose finalizers (`__del__`
+        # of a cycle the solution left) would run the solution's code inside the reference's call or the comparison,
+        # where the guard, checked after each of the solution's calls, cannot see a patch that undoes itself.
+        with garbage_collection_paused():
+            aliased = aliased_input(outputs, candidate_inputs)
+            modified = modified_input(candidate_inputs, inputs)
+            reference_inputs = fresh(inputs)
+            expected = self.call_reference(reference_inputs)
+            try:
+                self.judge(outputs, candidate_inputs, expected, reference_inputs, inputs, aliased, modified, where)
+            except Verdict as verdict:
+                if after_timing and verdict.reason in ("output_format", "non_finite", "mismatch"):
+                    raise Verdict("mismatch_after_timing", f"{verdict.reason}: {verdict.detail}") from None
+                raise
 
     def draw(self, config: InputConfig, draw: int) -> list:
         try:
