@@ -114,6 +114,31 @@ def test_a_finalizer_cannot_patch_the_next_grade_in_its_worker():
     assert zeros["reason"] == "mismatch"
 
 
+LEFT_RUNNING = {
+    "thread": "        threading = getattr(torch, 's' + 'ys').modules['threading']\n"
+              "        threading.Thread(target=threading.Event().wait, args=(600,), daemon=True).start()\n",
+    "timer": "        signal = getattr(torch, 's' + 'ys').modules['signal']\n"
+             "        signal.signal(signal.SIGALRM, lambda *args: None)\n"
+             "        signal.setitimer(signal.ITIMER_REAL, 60)\n",
+}
+
+
+@pytest.mark.parametrize("what", sorted(LEFT_RUNNING))
+def test_a_worker_left_with_a_thread_or_a_timer_runs_no_other_grade(what):
+    """What a solution leaves running (reached past the static scan by a computed name) could act inside a later
+    grade in the same worker: that worker answers, then exits."""
+    task = {"id": "linear_gelu", "code": (TASKS / "linear_gelu.py").read_text()}
+    honest = reference_solution(task["code"])
+    leaving = honest.replace("        super().__init__()\n", "        super().__init__()\n" + LEFT_RUNNING[what], 1)
+    assert leaving != honest
+    options = GradeOptions(device="cpu")
+    before = grade_task(task, honest, options)
+    left = grade_task(task, leaving, options)
+    after = grade_task(task, honest, options)
+    assert left["reason"] == "ok" and left["worker_pid"] == before["worker_pid"]
+    assert after["reason"] == "ok" and after["worker_pid"] != left["worker_pid"]
+
+
 def test_sandbox_time_limit_is_a_verdict():
     task = {"id": "linear_gelu", "code": (TASKS / "linear_gelu.py").read_text()}
     spinning = ("import torch.nn as nn\nclass ModelNew(nn.Module):\n    def __init__(self, *args):\n"

@@ -33,6 +33,7 @@ from opgen.grading.configs import InputConfig, config_from, draw_config
 from opgen.grading.extension_worker import keyed_builds
 from opgen.grading.guard import Guard, Settings
 from opgen.grading.kernels_only import KernelsOnly
+from opgen.grading.leftovers import Baseline, signals_held
 from opgen.grading.timing import timed_calls
 from opgen.heldout.derive import candidate_configs
 from opgen.sandbox.faults import machine_fault
@@ -84,6 +85,7 @@ def grade_in_worker(payload: dict) -> dict:
     if payload.get("threads"):
         torch.set_num_threads(int(payload["threads"]))
     grading = Grading(payload)
+    baseline = Baseline()
     with isolated_torch_state(), keyed_builds(payload.get("extensions")):
         try:
             grading.run()
@@ -97,7 +99,8 @@ def grade_in_worker(payload: dict) -> dict:
         problem = grading.guard.problem() if grading.guard is not None else None
         if problem and grading.result["reason"] != "tampering":
             grading.result.update(correct=False, reason="tampering", detail=problem)
-    if grading.result["reason"] == "tampering":   # the process may hold the patch: no later task may run in it
+    left = baseline.clean_up()   # timers stopped, handlers put back; a thread cannot be stopped
+    if grading.result["reason"] == "tampering" or left:   # the process may hold the patch: no later task may run in it
         exit_after_answer()
     elif grading.result["reason"] == "exec_error" and machine_fault(grading.result["detail"]):
         grading.result["machine_suspect"] = True
@@ -233,10 +236,11 @@ class Grading:
             outputs = self.call_solution(candidate_inputs)
         except Verdict as verdict:   # which configuration it failed at: a held-out one says it was fitted to the sizes
             raise Verdict(verdict.reason, f"{where}: {verdict.detail}") from None
-        # From here to the verdict only the grader's code runs: no collection either, whose finalizers (`__del__`
-        # of a cycle the solution left) would run the solution's code inside the reference's call or the comparison,
-        # where the guard, checked after each of the solution's calls, cannot see a patch that undoes itself.
-        with garbage_collection_paused():
+        # From here to the verdict only the grader's code runs: no collection, whose finalizers (`__del__` of a cycle
+        # the solution left) would run the solution's code inside the reference's call or the comparison, nor a
+        # signal handler it armed, where the guard, checked after each of the solution's calls, cannot see a patch
+        # that undoes itself.
+        with garbage_collection_paused(), signals_held():
             aliased = aliased_input(outputs, candidate_inputs)
             modified = modified_input(candidate_inputs, inputs)
             reference_inputs = fresh(inputs)

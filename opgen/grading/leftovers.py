@@ -1,0 +1,61 @@
+"""What a solution may leave running in its grading worker for the grades after it: threads, interval timers and
+signal handlers. The signals are held back while the grader compares (a handler run there runs the solution's code
+where no guard looks); after the grade, timers are stopped, handlers put back, and a worker left with any of them
+(or with a thread, which cannot be stopped) runs no other grade."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+
+TIMERS = tuple(getattr(signal, name) for name in ("ITIMER_REAL", "ITIMER_VIRTUAL", "ITIMER_PROF")
+               if hasattr(signal, name))
+# Signals a handler could be armed for; those the kernel raises for the running code itself are left alone.
+_SYNCHRONOUS = {getattr(signal, name) for name in ("SIGKILL", "SIGSTOP", "SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL",
+                                                   "SIGABRT", "SIGTRAP", "SIGSYS") if hasattr(signal, name)}
+ASYNCHRONOUS = frozenset(signal.valid_signals()) - _SYNCHRONOUS if hasattr(signal, "valid_signals") else frozenset()
+
+
+class Baseline:
+    """The threads and signal handlers of the worker before a grade, to tell what the grade left."""
+
+    def __init__(self) -> None:
+        self.threads = set(threading.enumerate())
+        self.handlers = {number: _handler(number) for number in ASYNCHRONOUS}
+
+    def clean_up(self) -> list[str]:
+        """Stop the timers, put the handlers back; what was left, in words (empty: nothing)."""
+        left = []
+        for timer in TIMERS:
+            if signal.getitimer(timer) != (0.0, 0.0):
+                signal.setitimer(timer, 0)
+                left.append("an interval timer")
+        for number, before in self.handlers.items():
+            if before is not None and _handler(number) is not before:
+                with contextlib.suppress(OSError, ValueError, TypeError):
+                    signal.signal(number, before)
+                left.append(f"a handler of {signal.Signals(number).name}")
+        threads = [thread.name for thread in threading.enumerate() if thread not in self.threads and thread.is_alive()]
+        left += [f"thread {name!r}" for name in threads]
+        return left
+
+
+def _handler(number: int):
+    with contextlib.suppress(OSError, ValueError):
+        return signal.getsignal(number)
+    return None
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """The asynchronous signals held back inside (delivered, and their handlers run, on the way out)."""
+    if not ASYNCHRONOUS or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, ASYNCHRONOUS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
