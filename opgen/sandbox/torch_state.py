@@ -18,9 +18,12 @@ def isolated_torch_state(reset_compiled: bool = True) -> Iterator[None]:
     saved = (dynamo_config.save_config(), inductor_config.save_config(), torch.get_default_dtype(),
              torch.get_num_threads(), torch.are_deterministic_algorithms_enabled(),
              torch.get_float32_matmul_precision(), torch.is_grad_enabled())
+    flags = {(holder, name): getattr(holder, name) for holder, name in _backend_flags()}
     try:
         yield
     finally:
+        for (holder, name), value in flags.items():
+            setattr(holder, name, value)
         dynamo, inductor, dtype, threads, deterministic, precision, grad = saved
         dynamo_config.load_config(dynamo)
         inductor_config.load_config(inductor)
@@ -31,3 +34,20 @@ def isolated_torch_state(reset_compiled: bool = True) -> Iterator[None]:
         torch.set_grad_enabled(grad)
         if reset_compiled:
             torch._dynamo.reset()
+
+
+def _backend_flags() -> list[tuple[object, str]]:
+    """The cuDNN and cuBLAS switches a task or a solution may flip (`torch.backends.cudnn.benchmark = True`), which
+    would otherwise hold for every later task of the worker, its reference included."""
+    cudnn, matmul = torch.backends.cudnn, torch.backends.cuda.matmul
+    wanted = [(cudnn, "enabled"), (cudnn, "benchmark"), (cudnn, "deterministic"), (cudnn, "allow_tf32"),
+              (matmul, "allow_tf32"), (matmul, "allow_fp16_reduced_precision_reduction"),
+              (matmul, "allow_bf16_reduced_precision_reduction")]
+    found = []
+    for holder, name in wanted:
+        try:
+            getattr(holder, name)
+        except (AttributeError, RuntimeError):   # a torch without it
+            continue
+        found.append((holder, name))
+    return found
