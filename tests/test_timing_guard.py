@@ -175,7 +175,10 @@ def test_a_resumed_build_times_again_the_rows_its_timing_harness_failed(monkeypa
         build._recheck_timed_rows()
         assert calls == [(["lost"], False)]
         fresh = RunDir(tmp_path)
-        assert [r["eager_ms"] for r in fresh.rows(folder, "timed")] == [5.0, 4.0, None]
+        timed = fresh.rows(folder, "timed")
+        assert [r["eager_ms"] for r in timed] == [5.0, 4.0, None]
+        assert timed[1]["timing_rechecked"] == ("its first timing failed in the harness (error: ValueError: write to "
+                                                "closed file)")
         assert [v["keep"] for v in fresh.rows(folder, "timing")] == [True, True, False]
         build.rundir = fresh
         build._recheck_timed_rows()

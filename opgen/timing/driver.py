@@ -104,7 +104,8 @@ def time_records(records: list[dict], options: TimingOptions | None = None, *, t
         if again is None:
             return None
         for index, row in zip(failed, again):
-            timed[index] = row
+            first_error = str(timed[index].get("timing_error") or "").splitlines()[0][:200]
+            timed[index] = {**row, "timing_rechecked": f"its first timing failed in the harness ({first_error})"}
     else:
         timed = time_once(records, progress)
     if timed is None or not guard or options.device != "cuda":
@@ -201,8 +202,9 @@ def _time_once(records: list[dict], options: TimingOptions, *, timeout_s: float,
 def harness_failed(row: dict) -> bool:
     """A row whose timing failed for the harness's reason, not the task's: the timing function itself raised (the
     task's own errors come back inside its result), or the shard never finished. Such a row is no verdict: a
-    recheck (`recheck_only`) times it again."""
-    return row.get("timing_status") == "error" and str(row.get("timing_error") or "").startswith("error: ")
+    recheck (`recheck_only`) times it again, once (the row then says so in `timing_rechecked`)."""
+    return (row.get("timing_status") == "error" and str(row.get("timing_error") or "").startswith("error: ")
+            and not row.get("timing_rechecked"))
 
 
 def _timing_columns(outcome) -> dict:
