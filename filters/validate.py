@@ -22,7 +22,7 @@ def _payload(record: dict, device: str, threads: int, runtime_window_ms, seed: i
     return {"code": record["code"], "id": record.get("id"), "device": device, "threads": threads, "seed": seed,
             "draws": draws, "runtime_window_ms": list(runtime_window_ms) if runtime_window_ms else None,
             "stages": list(checks) if checks is not None else None,
-            # what the GPU memory ledger reserves and how long it may wait (filters/execute/worker.py)
+            # the memory a retry short of GPU memory waits for, and how long it may (opgen/sandbox/gpu_memory.py)
             "bytes_moved": record.get("bytes_moved"), "timeout_s": timeout_s}
 
 

@@ -228,7 +228,7 @@ def test_a_kept_pool_broken_under_a_lane_is_no_tasks_verdict(monkeypatch):
 
 
 def recording_measure_task(payload: dict) -> dict:
-    """The timing, run after writing down what the GPU memory ledger would read from the payload."""
+    """The timing, run after writing down what a retry short of GPU memory reads from the payload."""
     from opgen.timing.measure import measure_task
 
     with open(os.environ["OPGEN_TEST_PAYLOAD_LOG"], "a") as log:

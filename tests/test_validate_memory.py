@@ -36,7 +36,7 @@ PAYLOAD_LOG_ENV = "OPGEN_TEST_PAYLOAD_LOG"
 
 
 def recording_check_task(payload: dict) -> dict:
-    """The execute checks, run after writing down what the GPU memory ledger would read from the payload."""
+    """The execute checks, run after writing down what a retry short of GPU memory reads from the payload."""
     with open(os.environ[PAYLOAD_LOG_ENV], "a") as log:
         log.write(json.dumps({key: payload.get(key) for key in ("id", "bytes_moved", "timeout_s", "memory_wait")})
                   + "\n")
@@ -45,7 +45,7 @@ def recording_check_task(payload: dict) -> dict:
 
 @pytest.fixture
 def payloads_sent(monkeypatch, tmp_path) -> Path:
-    """A log of the payloads the workers got (what the GPU memory ledger reads from them), one JSON line each."""
+    """A log of the payloads the workers got (what a retry short of GPU memory reads from them), one JSON line each."""
     log = tmp_path / "payloads.jsonl"
     monkeypatch.setenv(PAYLOAD_LOG_ENV, str(log))
     monkeypatch.setattr(validate, "CHECK_FUNCTION", f"{__name__}:recording_check_task")
