@@ -102,24 +102,13 @@ def test_a_resumed_build_repairs_rows_timed_before_the_guard_knew_them(monkeypat
     that falls under 1 ms leaves the set), the marker rewritten; a second pass finds nothing to do."""
     import json
 
-    from opgen.pipeline.build import Build
     from opgen.pipeline.config import BuildConfig
-    from opgen.pipeline.executors import LocalExecutor
     from opgen.pipeline.rundir import RunDir
-    from opgen.pipeline.stages import TIMING
 
     calls = _fake_timer(monkeypatch, 0.9)
-    rundir = RunDir(tmp_path)
-    folder = rundir.shard_dir(4)
-    folder.mkdir(parents=True)
     rows = [_row(5.0, id="fine", sample_index=0),
             _row(1.1, eager_device_us=300.0, id="rnn", sample_index=1, timing_device="cuda")]
-    rundir.write_rows(folder, "timed", rows)
-    rundir.write_rows(folder, "timing", [{"sample_index": 0, "keep": True}, {"sample_index": 1, "keep": True}])
-    rundir.mark(folder, "timing", {"funnel": {}, "gpu_s": 1.5})
-    build = Build.__new__(Build)
-    build.rundir, build.config = rundir, BuildConfig(n=2, seed=0, device="cuda")
-    build.executor, build.timing, build.timing_job_workers = LocalExecutor(2), TIMING, 1
+    build, folder = _finished_shard(tmp_path, rows, [True, True], BuildConfig(n=2, seed=0, device="cuda"))
     try:
         build._recheck_timed_rows()
         assert calls == [(["rnn"], True)]
@@ -140,11 +129,8 @@ def test_a_resumed_build_times_again_the_rows_its_timing_harness_failed(monkeypa
     """A shard whose timing pool broke under it recorded "error: ValueError: write to closed file" for every row,
     and the window rejected them all: on resume those rows are timed again (on any device) and judged anew; rows that
     failed for the task's own reasons stay as they were."""
-    from opgen.pipeline.build import Build
     from opgen.pipeline.config import BuildConfig
-    from opgen.pipeline.executors import LocalExecutor
     from opgen.pipeline.rundir import RunDir
-    from opgen.pipeline.stages import TIMING
     from opgen.timing import driver
 
     calls = []
@@ -154,23 +140,14 @@ def test_a_resumed_build_times_again_the_rows_its_timing_harness_failed(monkeypa
         return [{**r, "eager_ms": 4.0, "compile_ms": 2.0, "timing_status": "ok", "timing_error": None} for r in rows]
 
     monkeypatch.setattr(driver, "_time_once", time_once)
-    rundir = RunDir(tmp_path)
-    folder = rundir.shard_dir(393)
-    folder.mkdir(parents=True)
     untimed = dict.fromkeys(("eager_ms", "eager_device_us", "compile_ms", "compile_device_us", "compile_speedup"))
     rows = [_row(5.0, id="fine", sample_index=0),
             {**_row(5.0, id="lost", sample_index=1), **untimed, "timing_status": "error",
              "timing_error": "error: ValueError: write to closed file"},
             {**_row(5.0, id="raises", sample_index=2), **untimed, "timing_status": "error",
              "timing_error": "eager: RuntimeError: shape mismatch"}]
-    rundir.write_rows(folder, "timed", rows)
-    rundir.write_rows(folder, "timing", [{"sample_index": 0, "keep": True}, {"sample_index": 1, "keep": False},
-                                         {"sample_index": 2, "keep": False}])
-    rundir.mark(folder, "timing", {"funnel": {}, "gpu_s": 1.5})
-    build = Build.__new__(Build)
-    build.rundir, build.config = rundir, BuildConfig(n=3, seed=0, device="cpu", cpu_timing=True,
-                                                    runtime_window_ms=(1.0, 100.0))
-    build.executor, build.timing, build.timing_job_workers = LocalExecutor(2), TIMING, 1
+    config = BuildConfig(n=3, seed=0, device="cpu", cpu_timing=True, runtime_window_ms=(1.0, 100.0))
+    build, folder = _finished_shard(tmp_path, rows, [True, False, False], config)
     try:
         build._recheck_timed_rows()
         assert calls == [(["lost"], False)]
@@ -185,3 +162,24 @@ def test_a_resumed_build_times_again_the_rows_its_timing_harness_failed(monkeypa
         assert len(calls) == 1
     finally:
         build.executor.close()
+
+
+def _finished_shard(tmp_path, rows: list[dict], kept: list[bool], config):
+    """A build (its run folder `tmp_path`, `config`) whose shard 4 was timed into `rows` and judged `kept`: the build
+    as `_recheck_timed_rows` finds it on resume, and the shard's folder."""
+    from opgen.pipeline.build import Build
+    from opgen.pipeline.executors import LocalExecutor
+    from opgen.pipeline.rundir import RunDir
+    from opgen.pipeline.stages import TIMING
+
+    rundir = RunDir(tmp_path)
+    folder = rundir.shard_dir(4)
+    folder.mkdir(parents=True)
+    rundir.write_rows(folder, "timed", rows)
+    rundir.write_rows(folder, "timing", [{"sample_index": row["sample_index"], "keep": keep}
+                                         for row, keep in zip(rows, kept)])
+    rundir.mark(folder, "timing", {"funnel": {}, "gpu_s": 1.5})
+    build = Build.__new__(Build)
+    build.rundir, build.config = rundir, config
+    build.executor, build.timing, build.timing_job_workers = LocalExecutor(2), TIMING, 1
+    return build, folder

@@ -6,8 +6,8 @@ import time
 from dataclasses import replace
 
 from filters.base import Funnel
-from opgen.errors import MachineFault
 from opgen.pipeline.executors import Stage
+from opgen.sandbox.faults import retried_after_harness_failure
 from opgen.taskcode.dtypes import DEFAULT_DTYPE
 
 # On CUDA the execute stage measures eager time roughly (host clock, several workers sharing the GPU); it
@@ -64,26 +64,22 @@ def _execute_shard(payload: dict) -> dict:
     window = None
     if payload["device"] == "cuda" and payload.get("window_ms"):
         window = Window(*payload["window_ms"]).widened(EXECUTE_WINDOW_SLACK)
-    lane = payload.get("lane", 0)
-    for attempt in (1, 2):
+    lane, stop = payload.get("lane", 0), payload.get("stop")
+
+    def judged() -> tuple[list[dict] | None, Funnel]:
         funnel = Funnel()
-        try:
-            verdicts = execute_verdicts(payload["records"], device=payload["device"], workers=payload["workers"],
-                                        timeout_s=payload["timeout_s"], memory_mb=payload["memory_mb"],
-                                        funnel=funnel, seed=payload.get("seed", 0),
-                                        runtime_window_ms=(window.lo_ms, window.hi_ms) if window else None,
-                                        reuse_pool=True, lane=lane, lanes=payload.get("lanes", 1),
-                                        stop=payload.get("stop"))
-            break
-        except MachineFault:
-            raise
-        except Exception as error:  # noqa: BLE001 - the harness's failure, reported as the machine's
-            forget_kept_pools(lane)
-            if payload.get("stop") is not None and payload["stop"].is_set():
-                return _stopped()
-            if attempt == 2:
-                raise MachineFault(f"the execute workers of lane {lane} failed twice, no verdict written: "
-                                   f"{type(error).__name__}: {error}") from error
+        return execute_verdicts(payload["records"], device=payload["device"], workers=payload["workers"],
+                                timeout_s=payload["timeout_s"], memory_mb=payload["memory_mb"], funnel=funnel,
+                                seed=payload.get("seed", 0),
+                                runtime_window_ms=(window.lo_ms, window.hi_ms) if window else None,
+                                reuse_pool=True, lane=lane, lanes=payload.get("lanes", 1), stop=stop), funnel
+
+    outcome = retried_after_harness_failure(judged, reset=lambda: forget_kept_pools(lane),
+                                            what=f"the execute workers of lane {lane}", lost="no verdict written",
+                                            stopped=lambda: stop is not None and stop.is_set())
+    if outcome is None:
+        return _stopped()
+    verdicts, funnel = outcome
     if verdicts is None:
         return _stopped()
     return {"verdicts": verdicts, "funnel": funnel.to_dict()}

@@ -18,8 +18,12 @@ in flight, so a run of the same command (on this machine once fixed, or on anoth
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import TypeVar
 
 from opgen.errors import MachineFault
+
+T = TypeVar("T")
 
 # (what the message contains, lower case) -> what it means, for the one line the command prints
 MACHINE_ERRORS = (
@@ -105,3 +109,23 @@ def check_message(message: str | None) -> None:
     meaning = machine_fault(message)
     if meaning:
         raise MachineFault(f"{meaning}: {first_line(message)}")
+
+
+def retried_after_harness_failure(attempt: Callable[[], T], *, reset: Callable[[], None], what: str, lost: str,
+                                  stopped: Callable[[], bool] = lambda: False) -> T | None:
+    """`attempt()`, and once more when the harness itself fails under it (any exception but a MachineFault: a pipe
+    to a worker closed under it, a pool stopped): such a failure is no task's verdict. `reset` drops the kept
+    workers first, so the second try runs in fresh ones; a second failure is the machine's fault (`what` failed
+    twice, `lost`). None once `stopped()` (the caller no longer wants the result)."""
+    for tries in (1, 2):
+        try:
+            return attempt()
+        except MachineFault:
+            raise
+        except Exception as error:  # noqa: BLE001 - the harness's failure, reported as the machine's
+            reset()
+            if stopped():
+                return None
+            if tries == 2:
+                raise MachineFault(f"{what} failed twice, {lost}: {type(error).__name__}: {error}") from error
+    return None

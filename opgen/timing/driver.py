@@ -17,7 +17,7 @@ from pathlib import Path
 
 from filters.window import DEFAULT_WINDOW_MS, Window
 from opgen.errors import MachineFault
-from opgen.sandbox.faults import ErrorRun
+from opgen.sandbox.faults import ErrorRun, retried_after_harness_failure
 from opgen.sandbox.gpus import default_workers_per_gpu, gpu_lock_path, visible_gpus
 from opgen.sandbox.pool import KeptPools, SandboxPool, out_of_memory
 from opgen.timing.guard import recheck
@@ -143,23 +143,18 @@ def _time_once(records: list[dict], options: TimingOptions, *, timeout_s: float,
     faults: list[MachineFault] = []
 
     def run_shard(gpu: str, indices: list[int]) -> None:
-        # The harness failing (a pipe to a worker closed under it, a pool stopped) is no task's verdict: the shard
-        # is timed again in fresh workers, and a second failure stops the command (a resumed build times it then).
-        for attempt in (1, 2):
-            try:
-                _time_shard(gpu, indices)
-                return
-            except MachineFault as fault:  # a worker that cannot start: no timing is written for any task
-                faults.append(fault)
-                return
-            except Exception as error:  # noqa: BLE001 - the harness's failure, reported as the machine's
-                if stop is not None and stop.is_set():
-                    return
-                if reuse_pools:
-                    _SHARED_POOLS.discard(_pool_key(workers, timeout_s, memory_mb, gpu_envs[gpu], lane))
-                if attempt == 2:
-                    faults.append(MachineFault(f"the timing workers of {'GPU ' + gpu if gpu else 'the host'} failed "
-                                               f"twice, no task timed: {type(error).__name__}: {error}"))
+        # the harness failing is no task's verdict: timed again in fresh workers, then the machine's fault (a
+        # resumed build times the shard then)
+        def fresh_workers() -> None:
+            if reuse_pools:
+                _SHARED_POOLS.discard(_pool_key(workers, timeout_s, memory_mb, gpu_envs[gpu], lane))
+
+        try:
+            retried_after_harness_failure(lambda: _time_shard(gpu, indices), reset=fresh_workers,
+                                          what=f"the timing workers of {'GPU ' + gpu if gpu else 'the host'}",
+                                          lost="no task timed", stopped=lambda: stop is not None and stop.is_set())
+        except MachineFault as fault:  # a worker that cannot start, or the harness failing twice: nothing written
+            faults.append(fault)
 
     def _time_shard(gpu: str, indices: list[int]) -> None:
         shard_env = gpu_envs[gpu]
