@@ -105,7 +105,7 @@ def test_a_worker_that_saw_tampering_is_not_used_again():
 def test_a_finalizer_cannot_patch_the_next_grade_in_its_worker():
     """A model whose attribute's `__del__` patches torch.stack (the comparison's) once the grader drops it: the
     grader frees the model and collects before its last guard check, so the patch is this grade's `tampering`, and a
-    wrong solution graded next in the same pool is still wrong (it passed as correct before)."""
+    wrong solution graded next in the same pool is still wrong (it passes as correct when the grader collects only after its last check)."""
     task = {"id": "linear_gelu", "code": (TASKS / "linear_gelu.py").read_text()}
     options = GradeOptions(device="cpu")
     bomb = grade_task(task, (CORPUS / "solutions" / "cheat_finalizer_patch.py").read_text(), options)

@@ -198,8 +198,8 @@ def test_timing_lanes_keep_a_pool_each_side_by_side():
 
 
 def test_a_kept_pool_broken_under_a_lane_is_no_tasks_verdict(monkeypatch):
-    """A kept pool whose pipes were closed under it (as by a stop from elsewhere): "write to closed file" once
-    recorded a timing error for every task of the shard, and the build dropped them. The shard is timed again in
+    """A kept pool whose pipes were closed under it (as by a stop from elsewhere): "write to closed file" would have
+    recorded a timing error for every task of the shard, a verdict that drops them. The shard is timed again in
     fresh workers; when the harness fails twice, the command stops with a machine fault and writes no timing."""
     from opgen.errors import MachineFault
     from opgen.sandbox.pool import SandboxPool

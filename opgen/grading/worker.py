@@ -127,8 +127,8 @@ class Grading:
 
     def drop_solution(self) -> None:
         """Free the solution's model and collect every cycle now, so that the finalizers it left (`__del__`) run
-        before the grade's last guard check, not after it: a finalizer that patched the process once the grader
-        dropped the model made the next grade in the same worker pass a wrong solution (a zeros one)."""
+        before the grade's last guard check, not after it: a finalizer that patches the process once the grader
+        drops the model would make the next grade in the same worker pass a wrong solution (a zeros one)."""
         self.candidate = None
         gc.collect()
 
