@@ -36,8 +36,11 @@ def test_tasks_that_do_not_fit_together_run_one_after_another(tmp_path, capsys):
     assert replay(tasks, 2, 100 * 1024, lambda task: 4 * task[1]) == 20.0
     assert main([str(run), "--workers", "2", "--budget-gb", "40", "--factor", "4"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "4 tasks, 2 workers: 20 s with no reservation"
-    assert lines[2:] == ["40 | each task's measured peak | 1.50x", "40 | 4x bytes moved | 1.50x"]
+    assert lines[0] == ("4 candidates, 55 worker-seconds, 0 waiting for the GPU's lock; judged on a retry in a kept "
+                        "worker: 0 (0 s, 0 rejected); judged on a retry in a fresh worker: 1 (25 s, 1 rejected); "
+                        "peak GPU memory: median 29.3 GB, 90th percentile 29.3 GB")
+    assert lines[1] == "4 tasks, 2 workers: 20 s with no reservation"
+    assert lines[3:] == ["40 | each task's measured peak | 1.50x", "40 | 4x bytes moved | 1.50x"]
 
 
 def test_a_folder_without_verdict_lines_is_one_error_line(tmp_path, capsys):

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 
 # A task's need, from the sampler's estimate of the bytes its forward moves: on the 1,009 candidates of the
-# 6,000-task build's first 805 tasks (one H100), the checks' peak was a median 3x that estimate, at most 4.5x for
+# 6,000-task build's first 805 tasks (one H100), the checks' peak was a median 2.6x that estimate, at most 4.5x for
 # nine tasks in ten; the half-GB floor covers the small tasks' allocator blocks.
 NEED_PER_BYTE_MOVED = 4
 NEED_FLOOR_MB = 512

@@ -1,7 +1,9 @@
 """What reserving each task's GPU memory for its whole run would cost a build's execute checks: replays a run
 folder's execute verdict lines (each task's `worker_s`, its checks' `gpu_peak_mb`, its candidate's `bytes_moved`)
 through N workers taking tasks in order, where a task starts only once the reservations held and its own fit a
-budget (a task alone always starts), and prints each policy's time against the same workers with no reservation.
+budget (a task alone always starts), and prints each policy's time against the same workers with no reservation;
+first, where the checks' worker-seconds went: waiting for the GPU's lock, and the retries of tasks short of GPU
+memory (`memory_retry`), with the checks' peak GPU memory.
 
     python scripts/analysis/memory_admission.py RUN_DIR [--workers 10] [--budget-gb 64 80 100] [--factor 2 3 4]
 
@@ -29,14 +31,36 @@ def load_tasks(run_dir: Path) -> list[tuple[float, float, float]]:
             record = json.loads(line)
             moved[record["id"]] = (record.get("bytes_moved") or 0) / 2**20
     tasks = []
-    for path in sorted(run_dir.glob("shards/*/execute.jsonl")):
-        for line in path.read_text().splitlines():
-            row = json.loads(line)
-            if not row.get("worker_s"):
-                continue
-            seconds = row["worker_s"] - (FRESH_WORKER_START_S if row.get("memory_retry") == "fresh worker" else 0)
-            tasks.append((max(0.1, seconds), moved.get(row["id"], 0.0), float(row.get("gpu_peak_mb") or 0)))
+    for row in execute_rows(run_dir):
+        if not row.get("worker_s"):
+            continue
+        seconds = row["worker_s"] - (FRESH_WORKER_START_S if row.get("memory_retry") == "fresh worker" else 0)
+        tasks.append((max(0.1, seconds), moved.get(row["id"], 0.0), float(row.get("gpu_peak_mb") or 0)))
     return tasks
+
+
+def execute_rows(run_dir: Path) -> list[dict]:
+    """Every execute verdict line of the run, in shard order."""
+    return [json.loads(line) for path in sorted(run_dir.glob("shards/*/execute.jsonl"))
+            for line in path.read_text().splitlines()]
+
+
+def where_time_went(rows: list[dict]) -> str:
+    """Worker-seconds in all, waiting for the GPU's lock, and by the try that judged a task short of GPU memory (how
+    many, their seconds, how many still rejected); the checks' peak GPU memory, median and 90th percentile."""
+    seconds = sum(row.get("worker_s") or 0 for row in rows)
+    waiting = sum(row.get("worker_lock_wait_s") or 0 for row in rows)
+    parts = [f"{len(rows)} candidates, {seconds:,.0f} worker-seconds, {waiting:,.0f} waiting for the GPU's lock"]
+    for retry in ("kept worker", "fresh worker"):
+        tried = [row for row in rows if row.get("memory_retry") == retry]
+        rejected = sum(1 for row in tried if not row.get("keep"))
+        parts.append(f"judged on a retry in a {retry}: {len(tried)} ({sum(r['worker_s'] for r in tried):,.0f} s, "
+                     f"{rejected} rejected)")
+    peaks = sorted(row["gpu_peak_mb"] for row in rows if row.get("gpu_peak_mb"))
+    if peaks:
+        parts.append(f"peak GPU memory: median {peaks[len(peaks) // 2] / 1024:.1f} GB, "
+                     f"90th percentile {peaks[int(0.9 * len(peaks))] / 1024:.1f} GB")
+    return "; ".join(parts)
 
 
 def replay(tasks: list[tuple[float, float, float]], workers: int, budget_mb: float,
@@ -70,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {args.run_dir}: no execute verdict lines with worker_s (a build's run folder?), or "
               f"--workers below 1", file=sys.stderr)
         return 2
+    print(where_time_went(execute_rows(args.run_dir)))
     free = replay(tasks, args.workers, float("inf"))
     print(f"{len(tasks)} tasks, {args.workers} workers: {free:.0f} s with no reservation")
     print("budget GB | reservation | time against none")
