@@ -233,7 +233,7 @@ class Grading:
             candidate_inputs = reused
         where = f"{config.name} draw {draw}" + (" (after timing)" if after_timing else "")
         try:
-            outputs = self.call_solution(candidate_inputs)
+            outputs, aliased = self.call_solution(candidate_inputs)
         except Verdict as verdict:   # which configuration it failed at: a held-out one says it was fitted to the sizes
             raise Verdict(verdict.reason, f"{where}: {verdict.detail}") from None
         # From here to the verdict only the grader's code runs: no collection, whose finalizers (`__del__` of a cycle
@@ -241,7 +241,6 @@ class Grading:
         # signal handler it armed, where the guard, checked after each of the solution's calls, cannot see a patch
         # that undoes itself.
         with garbage_collection_paused(), signals_held():
-            aliased = aliased_input(outputs, candidate_inputs)
             modified = modified_input(candidate_inputs, inputs)
             reference_inputs = fresh(inputs)
             expected = self.call_reference(reference_inputs)
@@ -258,16 +257,18 @@ class Grading:
         except Exception as error:  # noqa: BLE001 - the task's get_inputs failed: the task's fault
             raise Verdict("reference_error", f"the task's inputs fail: {describe(error)}") from None
 
-    def call_solution(self, inputs: list) -> list[torch.Tensor]:
-        """The solution's outputs on `inputs`, waited for; a verdict when it raises, patches, returns early, or (under
-        the kernels-only rule) runs PyTorch compute operators."""
+    def call_solution(self, inputs: list) -> tuple[list[torch.Tensor], tuple[int, int] | None]:
+        """Copies of the solution's outputs on `inputs` (see `settled_copies`), and which output shares storage with
+        which input (None: none); a verdict when it raises, patches, returns early, or (under the kernels-only rule)
+        runs PyTorch compute operators."""
         watch = KernelsOnly() if self.payload.get("kernels_only") else contextlib.nullcontext()
         try:
             with gpu_lock(self.lock, shared=True), torch.no_grad():
                 with watch:
                     raw = self.candidate(*inputs)
                 outputs = output_tensors(raw)
-                self.check_ready(outputs)
+                copies = self.settled_copies(outputs)
+                aliased = aliased_input(outputs, inputs)
         except Verdict:
             raise
         except OutputFormatError as error:
@@ -279,12 +280,15 @@ class Grading:
         broken = watch.watch.describe() if isinstance(watch, KernelsOnly) else None
         if broken:
             raise Verdict("torch_operator", broken)
-        return outputs
+        return copies, aliased
 
-    def check_ready(self, outputs: list[torch.Tensor]) -> None:
-        """On CUDA: the outputs as the caller's stream sees them must be the outputs once every stream is done."""
+    def settled_copies(self, outputs: list[torch.Tensor]) -> list[torch.Tensor]:
+        """The outputs copied into memory the grader holds, before it allocates anything else. An output laid over a
+        block the solution freed (a tensor over a raw pointer) would otherwise receive the reference's own output,
+        which the caching allocator puts in that block, and compare equal. On CUDA the copy is what the caller's
+        stream sees, and it must equal the outputs once every stream is done."""
         if self.device != "cuda":
-            return
+            return [t.clone() for t in outputs]
         torch.cuda.current_stream().synchronize()
         seen = [t.clone() for t in outputs]
         torch.cuda.synchronize()
@@ -292,6 +296,7 @@ class Grading:
         if changed:
             raise Verdict("unsynchronized", f"output {changed[0]} changed after the call returned: work still "
                                             "running on another stream")
+        return seen
 
     def call_reference(self, inputs: list) -> list[torch.Tensor]:
         self.settings.restore()
@@ -353,6 +358,8 @@ class Grading:
             except BaseException as error:  # noqa: BLE001 - the solution's failure while timed
                 raise Verdict("exec_error", f"while timed: {describe(error)}") from None
             self.check_guard()
+            outputs, aliased = self.timed_output_copies(solution.output, candidate_inputs)
+            solution.output = None   # the copies stand for it: no second set of outputs held while the reference runs
             eager_stats = compile_stats = None
             if not apart:
                 self.settings.restore()
@@ -364,18 +371,26 @@ class Grading:
                     raise Verdict("exec_error",
                                   f"the reference failed after the solution ran: {describe(error)}") from None
         self.check_guard()
-        try:
-            outputs = output_tensors(solution.output)
-        except OutputFormatError as error:
-            raise Verdict("mismatch_after_timing", f"output_format: {error}") from None
         self.record_times(solution.stats(), eager_stats, compile_stats, plan)
         last = self.draw(config, trial_draw + solution.last_trial) if solution.last_trial >= 0 else inputs
         del solution
         expected_inputs = fresh(last)
         expected = self.call_reference(expected_inputs)   # the reference on the solution's last trial's inputs
-        self.judge_timed(outputs, candidate_inputs, expected, expected_inputs, last)
+        self.judge_timed(outputs, aliased, candidate_inputs, expected, expected_inputs, last)
         del outputs, expected
         self.check_draw(config, fresh_draw, reused=candidate_inputs, after_timing=True)
+
+    def timed_output_copies(self, output: object, inputs: list) -> tuple[list[torch.Tensor], tuple[int, int] | None]:
+        """The last timed call's outputs copied before the reference is timed (see `settled_copies`), once every
+        stream is done (work left on a side stream is judged by the fresh draw after timing), and which output shares
+        storage with which input."""
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+        try:
+            outputs = output_tensors(output)
+        except OutputFormatError as error:
+            raise Verdict("mismatch_after_timing", f"output_format: {error}") from None
+        return [t.clone() for t in outputs], aliased_input(outputs, inputs)
 
     def trial_plan(self) -> TrialPlan:
         payload = self.payload
@@ -407,9 +422,9 @@ class Grading:
             compile_stats = timed_calls(compiled, compiled_inputs, self.device, plan, refill(compiled_inputs)).stats()
         return eager, compile_stats
 
-    def judge_timed(self, outputs, candidate_inputs, expected, reference_inputs, saved) -> None:
+    def judge_timed(self, outputs, aliased, candidate_inputs, expected, reference_inputs, saved) -> None:
         try:
-            self.judge(outputs, candidate_inputs, expected, reference_inputs, saved, aliased_input(outputs, candidate_inputs),
+            self.judge(outputs, candidate_inputs, expected, reference_inputs, saved, aliased,
                        modified_input(candidate_inputs, saved), "the last timed call")
         except Verdict as verdict:
             if verdict.reason in ("output_format", "non_finite", "mismatch"):

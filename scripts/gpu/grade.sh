@@ -10,8 +10,10 @@
 # DATASET: a published folder or a JSONL file of records (id, code); default data/opgen-ops-6k when present, else
 # KernelBench levels 1-2 from .devdata/problems.jsonl (scripts/gpu/prepare.sh), else N+20 sampled gpu-profile tasks.
 # Packages the image lacks travel as wheels in .whl/ (scripts/gpu/env.sh): pytest's for step 1, datasets' for a folder.
-# Figures into $OUT: grade_summary.txt and .json, grades.jsonl, pytest_gpu.txt, machine.txt.
-#   OUT=$OUT [DATASET=...] [N=100] [WORKERS=12] [STEPS="pytest reference"] bash scripts/gpu/grade.sh
+#   3. (STEPS=throughput) solutions graded per minute per GPU (scripts/bench/grading_throughput.py): 8 solutions for
+#      each of 25 tasks of DATASET with the reference's timing reused, then 4 tasks x 2 without.
+# Figures into $OUT: grade_summary.txt and .json, grades.jsonl, pytest_gpu.txt, throughput.jsonl, machine.txt.
+#   OUT=$OUT [DATASET=...] [N=100] [WORKERS=12] [STEPS="pytest reference throughput"] bash scripts/gpu/grade.sh
 # Each step stops at its own limit (PYTEST_S, then the rest of DEADLINE seconds); a reference run cut short is
 # summarised over the tasks it graded.
 set -u
@@ -81,6 +83,17 @@ for task, reason, detail in failed[:15]:
     print(f"  {task}: {reason}: {detail}")
 json.dump(figures, open(out, "w"), indent=1)
 PY
+      ;;
+    throughput)  # solutions graded per minute per GPU: TP_SOLUTIONS for each of TP_TASKS tasks of the dataset with the
+      # reference's timing reused within the run, then (the before) TP_BEFORE tasks x 2 without, each in a process and
+      # compile cache of its own
+      data=$(tasks)
+      timeout "$(left)" python3 scripts/bench/grading_throughput.py --device cuda --dataset "$data" --reuse-only \
+        --tasks "${TP_TASKS:-25}" --solutions "${TP_SOLUTIONS:-8}" > "$OUT/throughput.jsonl" 2> "$WORK/throughput.err"
+      say "throughput with reuse rc=$?: $(cat "$OUT/throughput.jsonl")"; tail -n 3 "$WORK/throughput.err" >> "$OUT/grade_summary.txt"
+      timeout "$(left)" python3 scripts/bench/grading_throughput.py --device cuda --dataset "$data" --no-reuse \
+        --tasks "${TP_BEFORE:-4}" --solutions 2 > "$WORK/before.jsonl" 2> "$WORK/throughput_before.err"
+      say "throughput without reuse rc=$?: $(cat "$WORK/before.jsonl")"; cat "$WORK/before.jsonl" >> "$OUT/throughput.jsonl"
       ;;
   esac
 done
