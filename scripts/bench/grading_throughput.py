@@ -78,11 +78,23 @@ def grade_run(tasks: list[dict], files: dict[str, list[Path]], options: GradeOpt
     return [finish_line(line, task) for (task, _), line in zip(pairs, lines)]
 
 
-def measure(mode: str, tasks: list[dict], files: dict[str, list[Path]], options: GradeOptions) -> dict:
+def measure(mode: str, tasks: list[dict], files: dict[str, list[Path]], options: GradeOptions,
+            wave_tasks: int = 0) -> dict:
+    """One mode's figures. `wave_tasks`: the folder graded a batch of that many tasks' solutions at a time (as a
+    trainer's steps come), the figures so far printed after each batch, so that a run cut short still says them."""
     clear_reference_cache()
     started = time.perf_counter()
-    lines = grade_run(tasks, files, options)
-    wall = time.perf_counter() - started
+    lines: list[dict] = []
+    size = wave_tasks or len(tasks)
+    for first in range(0, len(tasks), size):
+        lines += grade_run(tasks[first:first + size], files, options)
+        if first + size < len(tasks):
+            print(json.dumps({**figures(mode, tasks[:first + size], lines, time.perf_counter() - started, options),
+                              "partial": True}), flush=True)
+    return figures(mode, tasks, lines, time.perf_counter() - started, options)
+
+
+def figures(mode: str, tasks: list[dict], lines: list[dict], wall: float, options: GradeOptions) -> dict:
     wrong = [line for line in lines if not line["correct"]]
     return {"mode": mode, "device": options.device, "hardware": next((line.get("hardware") for line in lines), None),
             "tasks": len(tasks), "solutions": len(lines), "correct": len(lines) - len(wrong),
@@ -100,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dataset", default=None, help="take the first --tasks rows of this dataset (default: "
                         "generated tasks, tiny on the CPU)")
     parser.add_argument("--workers", type=int, default=None, help="grading workers (default: as a folder's)")
+    parser.add_argument("--wave-tasks", type=int, default=0, help="grade the solutions of this many tasks at a time "
+                        "and print the figures so far after each batch (default 0: all at once)")
     parser.add_argument("--no-reuse", action="store_true", help="only the run with reuse off")
     parser.add_argument("--reuse-only", action="store_true", help="only the run with reuse on")
     parser.add_argument("--compile-baseline", action=argparse.BooleanOptionalAction, default=None,
@@ -131,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
             for mode, reuse in modes:   # generated tasks: each mode its own (dataset rows: the same for both)
                 tasks = rows or generated_tasks(args.tasks, args.device, prefix=mode)
                 files = write_folder(Path(folder) / mode, tasks, args.solutions)
-                results.append(measure(mode, tasks, files, GradeOptions(**{**base.__dict__, "reuse_reference": reuse})))
+                results.append(measure(mode, tasks, files, GradeOptions(**{**base.__dict__, "reuse_reference": reuse}),
+                                       args.wave_tasks))
     except UsageError as error:
         print(f"grading_throughput: {error}", file=sys.stderr)
         return 2

@@ -89,7 +89,7 @@ PY
       # compile cache of its own
       data=$(tasks)
       timeout "$(left)" python3 scripts/bench/grading_throughput.py --device cuda --dataset "$data" --reuse-only \
-        --tasks "${TP_TASKS:-25}" --solutions "${TP_SOLUTIONS:-8}" > "$OUT/throughput.jsonl" 2> "$WORK/throughput.err"
+        --tasks "${TP_TASKS:-25}" --solutions "${TP_SOLUTIONS:-8}" --wave-tasks "${TP_WAVE:-0}" > "$OUT/throughput.jsonl" 2> "$WORK/throughput.err"
       say "throughput with reuse rc=$?: $(cat "$OUT/throughput.jsonl")"; tail -n 3 "$WORK/throughput.err" >> "$OUT/grade_summary.txt"
       timeout "$(left)" python3 scripts/bench/grading_throughput.py --device cuda --dataset "$data" --no-reuse \
         --tasks "${TP_BEFORE:-4}" --solutions 2 > "$WORK/before.jsonl" 2> "$WORK/throughput_before.err"
