@@ -171,3 +171,18 @@ def test_a_stopped_call_finishes_the_tasks_under_way_and_sends_no_more():
         # the pool is fine for the next call, with the same worker
         [after] = pool.run_many(_fn("echo"), [{"i": 9}])
     assert after.status == "ok" and after.value["pid"] == results[0].value["pid"]
+
+
+def test_workers_asked_to_run_confined_that_are_not_say_so_once(capsys, monkeypatch):
+    import opgen.sandbox.pool as pool_module
+    monkeypatch.setattr(pool_module, "_unconfined_warned", False)
+    with _pool(workers=2) as pool:   # workers not asked to confine themselves, then taken for confined ones
+        pool.confined = True
+        results = pool.run_many(_fn("echo"), [{"i": i} for i in range(4)])
+    assert [r.status for r in results] == ["ok"] * 4
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "seccomp" in line]
+    assert len(warnings) == 1 and "unconfined" in warnings[0], warnings
+    with _pool(workers=1, confined=False) as pool:   # a pool that never asked: nothing to say
+        monkeypatch.setattr(pool_module, "_unconfined_warned", False)
+        pool.run_many(_fn("echo"), [{"i": 0}])
+    assert "seccomp" not in capsys.readouterr().err

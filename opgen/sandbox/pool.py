@@ -188,6 +188,18 @@ class _Worker:
         return f"worker exited with status {code}"
 
 
+_unconfined_warned = False
+
+
+def warn_unconfined() -> None:
+    """One line on stderr, once a process: workers asked to run confined could not install the seccomp filter."""
+    global _unconfined_warned
+    if not _unconfined_warned:
+        _unconfined_warned = True
+        print("opgen: warning: this machine does not take the grading workers' seccomp filter (opgen/sandbox/"
+              "confine.py): solution code runs unconfined and could signal other processes", file=sys.stderr)
+
+
 class SandboxPool:
     """Persistent sandbox workers: `run_many(fn_path, payloads)` runs `fn(payload)` in them, in parallel.
 
@@ -314,6 +326,8 @@ class SandboxPool:
             status = message.get("status")
             if status == "ready":
                 worker.ready = True
+                if self.confined and not message.get("confined"):
+                    warn_unconfined()
             elif status == "started":
                 worker.started = True
                 worker.deadline = time.monotonic() + self.timeout_s
