@@ -228,3 +228,49 @@ def test_summary_figures():
     assert figures["geomean_speedup_compile"] == pytest.approx((0.5 * 1.2) ** 0.5)
     assert figures["fast_p_eager"] == {"0": 0.5, "0.5": 0.25, "0.8": 0.25, "1": 0.25, "1.5": 0.25, "2": 0.0}
     assert figures["reasons"] == {"ok": 2, "mismatch": 1}
+
+
+LAUNDERED = '''import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self, features, hidden):
+        super().__init__()
+        self.hidden = hidden
+
+    def forward(self, x):
+        for up in range(1, 12):
+            try:
+                grader = torch._jit_internal.createResolutionCallbackFromFrame(up)("self")
+            except Exception:
+                continue
+            if hasattr(grader, "atol") and hasattr(grader, "reference"):
+{change}
+                break
+        return torch.zeros(x.shape[0], self.hidden, device=x.device)
+'''
+GRADER_CHANGES = {
+    "the grader's atol was replaced": "grader.atol = 1e30",
+    "the reference model's weights were replaced or written": "grader.reference.linear.weight.data.zero_()",
+    "the grader's method judge was shadowed": "grader.judge = lambda *args, **kwargs: None",
+    "the grade's result was written": "grader.result['solution_ms'] = 1e-9",
+    "the grader's configs was changed": "grader.configs.pop()",
+    "the settings the reference runs under were changed": "grader.settings.threads = 1",
+}
+
+
+@pytest.mark.parametrize("detail", sorted(GRADER_CHANGES))
+def test_the_grades_own_state_changed_through_a_library_frame_is_tampering(detail):
+    """A frame taken by a library on the solution's behalf raises no event of the solution's own: what it changed
+    with it (each a way a zeros solution would pass, or be timed as fast) is found after the call."""
+    task = {"id": "linear_gelu", "code": (TASKS / "linear_gelu.py").read_text()}
+    code = LAUNDERED.replace("{change}", " " * 16 + GRADER_CHANGES[detail])
+    result = grade_task(task, code, GradeOptions(device="cpu"))
+    assert (result["reason"], result["detail"]) == ("tampering", f"published draw 0: {detail}"), result
+
+
+def test_a_frame_taken_by_the_solution_itself_ends_the_grade_where_it_was_taken():
+    result = grade_file(CORPUS / "solutions" / "cheat_frame_tolerance.py", {"task": "linear_gelu"})
+    assert result["reason"] == "tampering" and result["detail"] == (
+        "published draw 0: the solution's code took sys._getframe, a route into the grader's objects"), result

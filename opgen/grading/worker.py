@@ -32,6 +32,9 @@ from opgen.grading.compare import (
 from opgen.grading.configs import InputConfig, config_from, draw_config
 from opgen.grading.extension_worker import keyed_builds
 from opgen.grading.guard import Guard, Settings
+from opgen.grading.integrity import Snapshot
+from opgen.grading.introspection import SOLUTION_MODULE
+from opgen.grading.introspection import install as watch_introspection
 from opgen.grading.kernels_only import KernelsOnly
 from opgen.grading.leftovers import Baseline, signals_held
 from opgen.grading.timing import timed_calls
@@ -50,12 +53,14 @@ PROBE_DRAW = -1   # the reference's own run before the solution loads: does the 
 DERIVED_CONFIGS = 2   # held-out configurations derived for a task that carries none
 
 
+SOLUTION_FILENAME = f"{TASK_FILENAME_PREFIX}solution>"   # every code object of the solution's module carries it
+
+
 def solution_namespace(code: str) -> dict:
     """The solution's module run in a fresh namespace (its own linecache entry, so tracebacks name its lines)."""
-    filename = f"{TASK_FILENAME_PREFIX}solution>"
-    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
-    namespace = {"__name__": "opgen_solution", "__file__": filename, "__builtins__": builtins}
-    exec(compile(code, filename, "exec"), namespace)  # noqa: S102 - the sandbox worker
+    linecache.cache[SOLUTION_FILENAME] = (len(code), None, code.splitlines(True), SOLUTION_FILENAME)
+    namespace = {"__name__": SOLUTION_MODULE, "__file__": SOLUTION_FILENAME, "__builtins__": builtins}
+    exec(compile(code, SOLUTION_FILENAME, "exec"), namespace)  # noqa: S102 - the sandbox worker
     return namespace
 
 
@@ -96,7 +101,7 @@ def grade_in_worker(payload: dict) -> dict:
             grading.result.update(correct=False, reason="exec_error", detail=f"grading stopped: {describe(error)}")
         # whatever ended the grade (a solution may patch, then fail), what it changed is a verdict of its own
         grading.drop_solution()
-        problem = grading.guard.problem() if grading.guard is not None else None
+        problem = grading.last_problem()
         if problem and grading.result["reason"] != "tampering":
             grading.result.update(correct=False, reason="tampering", detail=problem)
     left = baseline.clean_up()   # timers stopped, handlers put back; a thread cannot be stopped
@@ -120,6 +125,9 @@ class Grading:
         self.lock = current_gpu_lock_path() if self.device == "cuda" else None
         self.atol, self.rtol = payload.get("atol"), payload.get("rtol")
         self.guard: Guard | None = None
+        self.watch = watch_introspection()
+        self.loaded: Snapshot | None = None     # the grade's state as the solution's code first ran
+        self.snapshot: Snapshot | None = None   # ... as the current stretch of the solution's code began
         self.result: dict = {"correct": False, "reason": None, "detail": None, "max_abs_error": None,
                              "tolerance_ratio": None, "non_finite_values": 0, "atol": None, "rtol": None,
                              "configs": [c.name for c in self.configs], "draws": self.draws, "seed": self.seed,
@@ -138,6 +146,8 @@ class Grading:
         if self.payload.get("derive_sizes"):
             self.derive_held_out()
         self.guard = Guard()            # before any of the solution runs
+        self.watch.arm(SOLUTION_FILENAME)
+        self.loaded = self.snapshot = Snapshot(self)
         self.load_solution()
         for config in self.configs:
             for draw in range(self.draws):
@@ -214,9 +224,30 @@ class Grading:
         self.check_guard()
 
     def check_guard(self) -> None:
-        problem = self.guard.problem()
+        """After a stretch of the solution's code: nothing the grader relies on was patched, no route into its objects
+        was taken, and the grade's own state is as the stretch found it."""
+        changes = []
+        if self.snapshot is not None:
+            changes = self.snapshot.changes(self)
+            self.snapshot.release()
+            self.snapshot = None
+        problem = self.guard.problem() or self.watch.problem() or (changes[0] if changes else None)
         if problem:
             raise Verdict("tampering", problem)
+
+    def solution_runs(self) -> None:
+        """A stretch of the solution's code begins: the state `check_guard` compares with after it."""
+        self.snapshot = Snapshot(self)
+
+    def last_problem(self) -> str | None:
+        """The grade's last check, whatever ended it: what was patched or taken, or changed since the solution
+        loaded among what stays fixed for the whole grade. The watch is disarmed for the grader's next grade."""
+        if self.guard is None:
+            return None
+        changes = self.loaded.changes(self, whole=False) if self.loaded is not None else []
+        problem = self.guard.problem() or self.watch.problem() or (changes[0] if changes else None)
+        self.watch.disarm()
+        return problem
 
     # -- one draw ----------------------------------------------------------------------------------------------------
 
@@ -236,6 +267,9 @@ class Grading:
             outputs, aliased = self.call_solution(candidate_inputs)
         except Verdict as verdict:   # which configuration it failed at: a held-out one says it was fitted to the sizes
             raise Verdict(verdict.reason, f"{where}: {verdict.detail}") from None
+        # The draw again, not the tensors drawn before the call: those were in memory while the solution ran, and
+        # written there (through a frame), they would change the reference's inputs too.
+        inputs = self.draw(config, draw)
         # From here to the verdict only the grader's code runs: no collection, whose finalizers (`__del__` of a cycle
         # the solution left) would run the solution's code inside the reference's call or the comparison, nor a
         # signal handler it armed, where the guard, checked after each of the solution's calls, cannot see a patch
@@ -262,6 +296,7 @@ class Grading:
         which input (None: none); a verdict when it raises, patches, returns early, or (under the kernels-only rule)
         runs PyTorch compute operators."""
         watch = KernelsOnly() if self.payload.get("kernels_only") else contextlib.nullcontext()
+        self.solution_runs()
         try:
             with gpu_lock(self.lock, shared=True), torch.no_grad():
                 with watch:
@@ -351,6 +386,7 @@ class Grading:
         candidate_inputs = fresh(inputs)
         refill = self.refiller(config, trial_draw)
         with gpu_lock(self.lock):
+            self.solution_runs()
             try:
                 solution = timed_calls(self.candidate, candidate_inputs, self.device, plan, refill(candidate_inputs))
             except Verdict:
@@ -437,6 +473,7 @@ class Grading:
         this grade and no later timing runs beside it."""
         inputs = self.draw(config, self.draws)
         with gpu_lock(self.lock):
+            self.solution_runs()
             try:
                 solution = kernel_breakdown(self.candidate, fresh(inputs), self.device)
             except BaseException as error:  # noqa: BLE001 - the breakdown is information, never a verdict

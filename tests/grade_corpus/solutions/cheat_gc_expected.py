@@ -1,6 +1,6 @@
 # task: linear_gelu
 # expect: unsafe_code
-# runtime: mismatch
+# runtime: tampering
 # Looks through the garbage collector's objects for a tensor of the output's shape (the expected output, in a grader
 # that computes it first) and returns a copy.
 import gc

@@ -1,0 +1,91 @@
+"""The routes from a solution's code into the grader's objects, seen as they are taken: an audit hook (installed once
+a worker, before the first solution loads; it cannot be removed) notes the first frame, garbage-collector, tracing,
+code-object or ctypes event raised directly by the solution's code, where the static scan did not see the name
+(`getattr(torch, "s" + "ys")._getframe`). The grade then ends in `tampering`. An event raised by a library the
+solution calls (a warning's `sys._getframe`, `torch.compile`'s own) is not the solution's."""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import threading
+import traceback
+import types
+
+# Events that hand out frames (and the grader's locals with them), every object of the process, or run code where
+# the grader runs: none of them is needed to write a kernel.
+WATCHED = frozenset({
+    "sys._getframe", "sys._getframemodulename", "sys._current_frames", "sys._current_exceptions", "sys.settrace",
+    "sys.setprofile", "sys.addaudithook", "gc.get_objects", "gc.get_referrers", "gc.get_referents", "exec", "compile",
+    "code.__new__", "function.__new__", "object.__getattr__", "object.__setattr__", "object.__delattr__",
+})
+WATCHED_PREFIXES = ("ctypes.",)
+# Library modules whose functions are the frame API itself: the solution calling them is the solution taking a frame.
+_FRAME_API_FILES = frozenset({inspect.__file__, traceback.__file__})
+SOLUTION_MODULE = "opgen_solution"   # the __name__ the solution's module runs under (opgen/grading/worker.py)
+
+
+class Watch:
+    """The hook's state: armed while a grade has a solution loaded, and the first event the solution raised."""
+
+    def __init__(self) -> None:
+        self.solution_file: str | None = None
+        self.found: str | None = None
+        self._inside = threading.local()
+
+    def arm(self, solution_file: str) -> None:
+        self.solution_file, self.found = solution_file, None
+
+    def disarm(self) -> None:
+        self.solution_file = None
+
+    def problem(self) -> str | None:
+        return self.found
+
+    def __call__(self, event: str, args: tuple) -> None:
+        if self.solution_file is None or self.found is not None:
+            return
+        if event not in WATCHED and not event.startswith(WATCHED_PREFIXES):
+            return
+        if getattr(self._inside, "value", False):   # the hook's own frame lookup raises sys._getframe
+            return
+        self._inside.value = True
+        try:
+            if event in ("object.__setattr__", "object.__delattr__") and _own_class(args):
+                return
+            if _raised_by(sys._getframe(1), self.solution_file):
+                self.found = f"the solution's code took {_describe(event, args)}, a route into the grader's objects"
+        finally:
+            self._inside.value = False
+
+
+def _raised_by(frame: types.FrameType | None, solution_file: str) -> bool:
+    """Whether the nearest frame outside the frame API's own modules is the solution's."""
+    while frame is not None and frame.f_code.co_filename in _FRAME_API_FILES:
+        frame = frame.f_back
+    return frame is not None and frame.f_code.co_filename == solution_file
+
+
+def _own_class(args: tuple) -> bool:
+    """An attribute set on a class the solution defined (its own class attribute), not on anything else."""
+    target = args[0] if args else None
+    return isinstance(target, type) and target.__module__ == SOLUTION_MODULE
+
+
+def _describe(event: str, args: tuple) -> str:
+    if event.startswith("object.") and len(args) >= 2:
+        return f"{event} ({type(args[0]).__name__}.{args[1]})"
+    return event
+
+
+WATCH = Watch()
+_installed = False
+
+
+def install() -> Watch:
+    """The process's watch, its audit hook installed on the first call."""
+    global _installed
+    if not _installed:
+        sys.addaudithook(WATCH)
+        _installed = True
+    return WATCH
