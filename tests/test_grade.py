@@ -257,6 +257,7 @@ GRADER_CHANGES = {
     "the grade's result was written": "grader.result['solution_ms'] = 1e-9",
     "the grader's configs was changed": "grader.configs.pop()",
     "the settings the reference runs under were changed": "grader.settings.threads = 1",
+    "the grader's watch for routes into its objects was disarmed": "grader.watch.disarm()",
 }
 
 

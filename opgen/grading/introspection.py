@@ -39,7 +39,10 @@ class Watch:
     def disarm(self) -> None:
         self.solution_file = None
 
-    def problem(self) -> str | None:
+    def problem(self, solution_file: str) -> str | None:
+        """The first route the solution took, or that the watch was disarmed (or moved) while it ran."""
+        if self.found is None and self.solution_file != solution_file:
+            return "the grader's watch for routes into its objects was disarmed"
         return self.found
 
     def __call__(self, event: str, args: tuple) -> None:

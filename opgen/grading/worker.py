@@ -231,7 +231,7 @@ class Grading:
             changes = self.snapshot.changes(self)
             self.snapshot.release()
             self.snapshot = None
-        problem = self.guard.problem() or self.watch.problem() or (changes[0] if changes else None)
+        problem = self.guard.problem() or self.watch.problem(SOLUTION_FILENAME) or (changes[0] if changes else None)
         if problem:
             raise Verdict("tampering", problem)
 
@@ -245,7 +245,7 @@ class Grading:
         if self.guard is None:
             return None
         changes = self.loaded.changes(self, whole=False) if self.loaded is not None else []
-        problem = self.guard.problem() or self.watch.problem() or (changes[0] if changes else None)
+        problem = self.guard.problem() or self.watch.problem(SOLUTION_FILENAME) or (changes[0] if changes else None)
         self.watch.disarm()
         return problem
 
