@@ -40,7 +40,12 @@ from opgen.grading.leftovers import Baseline, signals_held
 from opgen.grading.timing import timed_calls
 from opgen.heldout.derive import candidate_configs
 from opgen.sandbox.faults import machine_fault
-from opgen.sandbox.gpus import current_gpu_lock_path, gpu_lock, inductor_benchmarks_locked
+from opgen.sandbox.gpus import (
+    compiled_graphs_locked,
+    current_gpu_lock_path,
+    gpu_lock,
+    inductor_benchmarks_locked,
+)
 from opgen.sandbox.task import TASK_FILENAME_PREFIX, build_model, describe, fresh, load_namespace
 from opgen.sandbox.torch_state import isolated_torch_state
 from opgen.sandbox.worker import exit_after_answer
@@ -489,11 +494,15 @@ class Grading:
 
     def compile_reference(self, config: InputConfig, draw: int) -> Callable | None:
         """torch.compile of the reference (default mode), at the settings the task was timed with, and its first
-        call on a draw of its own (not the timed one: its output must not be in memory when the solution is timed)."""
+        call on a draw of its own (not the timed one: its output must not be in memory when the solution is timed).
+        The compile's seconds of host work go unlocked, as the build's compile check's do: its autotuning benchmarks
+        and its graphs' kernels hold the GPU's lock, shared, so a timed grade beside it waits for kernels, not for a
+        compile."""
         self.settings.restore()
         inputs = self.draw(config, draw)
         try:
-            with inductor_benchmarks_locked(self.lock), gpu_lock(self.lock, shared=True), torch.no_grad():
+            with inductor_benchmarks_locked(self.lock), \
+                    compiled_graphs_locked(self.lock, lambda: _synchronize(self.device)), torch.no_grad():
                 compiled = torch.compile(self.reference)
                 compiled(*inputs)
                 _synchronize(self.device)
