@@ -258,6 +258,7 @@ GRADER_CHANGES = {
     "the grader's configs was changed": "grader.configs.pop()",
     "the settings the reference runs under were changed": "grader.settings.threads = 1",
     "the grader's watch for routes into its objects was disarmed": "grader.watch.disarm()",
+    "the task's functions or sizes were replaced": "grader.namespace['batch'] = 8",
 }
 
 

@@ -17,7 +17,8 @@ GUARDED_MODULES = (
     "torch.nn.functional", "torch.nn.modules.module", "torch.nn.init", "torch.overrides", "torch.library",
     "torch.autograd", "torch.autograd.grad_mode", "filters.execute.tensors", "opgen.sandbox.task",
     "opgen.timing.trials", "opgen.grading.compare", "opgen.grading.configs", "opgen.grading.guard",
-    "opgen.grading.timing", "opgen.grading.worker",
+    "opgen.grading.timing", "opgen.grading.worker", "opgen.grading.integrity", "opgen.grading.introspection",
+    "opgen.grading.leftovers",
 )
 GUARDED_CLASSES = ("torch.Tensor", "torch.nn.Parameter", "torch.cuda.Event", "torch._C._CudaEventBase",
                    "torch.cuda.Stream", "torch._C._CudaStreamBase", "torch.no_grad", "torch.device")

@@ -39,12 +39,12 @@ def _tensors(model: object) -> list[torch.Tensor]:
 
 
 def _task_functions(namespace: object) -> dict[str, tuple]:
-    """The task's functions and classes as loaded, with their code objects (a swapped `__code__` runs other code
-    under the same function); compared by identity."""
+    """The task module's names as loaded (its functions and classes with their code objects: a swapped `__code__`
+    runs other code under the same function; its sizes, which `get_inputs` reads); compared by identity."""
     if not isinstance(namespace, dict):
         return {}
     return {name: (value, getattr(value, "__code__", None), getattr(value, "__defaults__", None))
-            for name, value in namespace.items() if callable(value)}
+            for name, value in namespace.items()}
 
 
 def _same_objects(now: dict[str, tuple], then: dict[str, tuple]) -> bool:
@@ -77,7 +77,7 @@ class Snapshot:
 
     def changes(self, grading: Any, whole: bool = True) -> list[str]:
         """What differs now, in words; `whole=False`: only what stays fixed for the whole grade (not the result, which
-        the grader writes, nor the reference's weights, which a reference may write itself)."""
+        the grader writes, nor the reference's weights or its module's names, which a reference may write itself)."""
         found = []
         for name, value in self.fields.items():
             if getattr(grading, name, None) is not value:
@@ -92,8 +92,8 @@ class Snapshot:
         if whole and (_weights(self.fields["reference"]) != self.weights or not all(
                 same_bits(now, then) for now, then in zip(_tensors(self.fields["reference"]), self.contents))):
             found.append("the reference model's weights were replaced or written")
-        if not _same_objects(_task_functions(self.fields["namespace"]), self.task):
-            found.append("the task's functions were replaced")
+        if whole and not _same_objects(_task_functions(self.fields["namespace"]), self.task):
+            found.append("the task's functions or sizes were replaced")
         shadowed = _shadowed_methods(grading)
         if shadowed:
             found.append(f"the grader's method {shadowed[0]} was shadowed")
