@@ -14,10 +14,13 @@ import pytest
 
 import opgen
 from opgen.cli import main
-from opgen.grading.run import GradeOptions, grade_task
+from opgen.grading.guard import Settings
+from opgen.grading.integrity import Snapshot
+from opgen.grading.run import GradeOptions, grade_task, payload_for
 from opgen.grading.scan import static_verdict
 from opgen.grading.summary import summarize_grades
 from opgen.grading.tasks import reference_solution
+from opgen.grading.worker import Grading
 
 CORPUS = Path(__file__).parent / "grade_corpus"
 TASKS = CORPUS / "tasks"
@@ -230,26 +233,6 @@ def test_summary_figures():
     assert figures["reasons"] == {"ok": 2, "mismatch": 1}
 
 
-LAUNDERED = '''import torch
-import torch.nn as nn
-
-
-class ModelNew(nn.Module):
-    def __init__(self, features, hidden):
-        super().__init__()
-        self.hidden = hidden
-
-    def forward(self, x):
-        for up in range(1, 12):
-            try:
-                grader = torch._jit_internal.createResolutionCallbackFromFrame(up)("self")
-            except Exception:
-                continue
-            if hasattr(grader, "atol") and hasattr(grader, "reference"):
-{change}
-                break
-        return torch.zeros(x.shape[0], self.hidden, device=x.device)
-'''
 GRADER_CHANGES = {
     "the grader's atol was replaced": "grader.atol = 1e30",
     "the reference model's weights were replaced or written": "grader.reference.linear.weight.data.zero_()",
@@ -257,19 +240,24 @@ GRADER_CHANGES = {
     "the grade's result was written": "grader.result['solution_ms'] = 1e-9",
     "the grader's configs was changed": "grader.configs.pop()",
     "the settings the reference runs under were changed": "grader.settings.threads = 1",
-    "the grader's watch for routes into its objects was disarmed": "grader.watch.disarm()",
     "the task's functions or sizes were replaced": "grader.namespace['batch'] = 8",
 }
 
 
 @pytest.mark.parametrize("detail", sorted(GRADER_CHANGES))
-def test_the_grades_own_state_changed_through_a_library_frame_is_tampering(detail):
-    """A frame taken by a library on the solution's behalf raises no event of the solution's own: what it changed
-    with it (each a way a zeros solution would pass, or be timed as fast) is found after the call."""
+def test_what_a_stretch_of_the_solutions_code_changed_in_the_grade_is_named(detail):
+    """The grade's state recorded before a stretch of the solution's code, against a grade changed as a route the
+    watch misses would let it (each a way a zeros solution would pass, or be timed as fast); nothing changed, nothing
+    named."""
     task = {"id": "linear_gelu", "code": (TASKS / "linear_gelu.py").read_text()}
-    code = LAUNDERED.replace("{change}", " " * 16 + GRADER_CHANGES[detail])
-    result = grade_task(task, code, GradeOptions(device="cpu"))
-    assert (result["reason"], result["detail"]) == ("tampering", f"published draw 0: {detail}"), result
+    options = GradeOptions(device="cpu")
+    grader = Grading(payload_for(task, reference_solution(task["code"]), options, 1))
+    grader.settings = Settings()
+    grader.load_task()
+    before = Snapshot(grader)
+    assert before.changes(grader) == []
+    exec(GRADER_CHANGES[detail], {"grader": grader})  # noqa: S102 - the change under test
+    assert before.changes(grader)[:1] == [detail]
 
 
 def test_a_frame_taken_by_the_solution_itself_ends_the_grade_where_it_was_taken():

@@ -186,3 +186,14 @@ def test_workers_asked_to_run_confined_that_are_not_say_so_once(capsys, monkeypa
         monkeypatch.setattr(pool_module, "_unconfined_warned", False)
         pool.run_many(_fn("echo"), [{"i": 0}])
     assert "seccomp" not in capsys.readouterr().err
+
+
+def test_an_answer_written_by_task_code_on_the_workers_channel_is_refused():
+    """Task code that writes on every descriptor it has reaches the worker's channel: its forged answer (or bytes
+    that are no message at all) is the task's `forged` result, never its value, and the pool goes on."""
+    with _pool(workers=1) as pool:
+        forged, garbled, after = pool.run_many(_fn("dispatch"), [{"fn": "forges_an_answer"},
+                                                                 {"fn": "garbles_the_channel"}, {"fn": "echo"}])
+    assert (forged.status, garbled.status, after.status) == ("forged", "forged", "ok"), (forged, garbled, after)
+    assert forged.value is None and "did not send" in forged.detail and "not a message" in garbled.detail
+    assert after.pid not in (forged.pid, garbled.pid)   # a worker whose channel was written in is not used again

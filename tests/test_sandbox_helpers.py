@@ -126,3 +126,22 @@ def count_into(payload: dict) -> dict:
         os.replace(path + ".tmp", path)
         time.sleep(0.005)
     return {"count": count}
+
+
+def _write_everywhere(data: bytes) -> None:
+    for fd in range(3, 64):
+        try:
+            os.write(fd, data)
+        except OSError:
+            pass
+
+
+def forges_an_answer(payload: dict) -> dict:
+    """Writes an answer of its own on every descriptor it has, the worker's channel among them."""
+    _write_everywhere(b'{"status": "ok", "value": {"forged": true}}\n')
+    return {"forged": False}
+
+
+def garbles_the_channel(payload: dict) -> dict:
+    _write_everywhere(b"not a message\n")
+    return {"forged": False}

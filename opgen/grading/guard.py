@@ -80,10 +80,19 @@ class Guard:
             return "a global module hook was registered (it would run on the reference too)"
         if torch._C._len_torch_function_stack() or torch._C._len_torch_dispatch_stack():
             return "a torch function or dispatch mode was left active (it would run on the reference too)"
+        if _eval_frame_callback() is not None:
+            return "a frame-evaluation callback was left set (it would run on the grader's own frames)"
         return None
 
 
 _MISSING = object()
+
+
+def _eval_frame_callback() -> object:
+    """The callback dynamo's frame evaluation hook runs on every Python frame: None outside a compiled call."""
+    frame_hook = getattr(getattr(torch._C, "_dynamo", None), "eval_frame", None)
+    getter = getattr(frame_hook, "get_eval_frame_callback", None)
+    return getter() if getter is not None else None
 
 
 def _swappable(value: object) -> bool:

@@ -1,8 +1,10 @@
 """The routes from a solution's code into the grader's objects, seen as they are taken: an audit hook (installed once
 a worker, before the first solution loads; it cannot be removed) notes the first frame, garbage-collector, tracing,
 code-object or ctypes event raised directly by the solution's code, where the static scan did not see the name
-(`getattr(torch, "s" + "ys")._getframe`). The grade then ends in `tampering`. An event raised by a library the
-solution calls (a warning's `sys._getframe`, `torch.compile`'s own) is not the solution's."""
+(`getattr(torch, "s" + "ys")._getframe`), and refuses it (the call raises PermissionError): the grade then ends in
+`tampering`. An event raised by a library the solution calls (a warning's `sys._getframe`, `torch.compile`'s own)
+is not the solution's, unless the library's function only hands the solution its caller's frame.
+`opgen/grading/integrity.py` finds what a route this misses changed."""
 
 from __future__ import annotations
 
@@ -22,6 +24,9 @@ WATCHED = frozenset({
 WATCHED_PREFIXES = ("ctypes.",)
 # Library modules whose functions are the frame API itself: the solution calling them is the solution taking a frame.
 _FRAME_API_FILES = frozenset({inspect.__file__, traceback.__file__})
+# Library modules with functions that take their caller's frame and hand back its locals (TorchScript's resolution
+# callbacks): called by the solution directly, the frame they take is the solution's taking.
+_FRAME_HANDING_SUFFIXES = ("torch/_jit_internal.py",)
 SOLUTION_MODULE = "opgen_solution"   # the __name__ the solution's module runs under (opgen/grading/worker.py)
 
 
@@ -46,7 +51,7 @@ class Watch:
         return self.found
 
     def __call__(self, event: str, args: tuple) -> None:
-        if self.solution_file is None or self.found is not None:
+        if self.solution_file is None:
             return
         if event not in WATCHED and not event.startswith(WATCHED_PREFIXES):
             return
@@ -56,15 +61,21 @@ class Watch:
         try:
             if event in ("object.__setattr__", "object.__delattr__") and _own_class(args):
                 return
-            if _raised_by(sys._getframe(1), self.solution_file):
-                self.found = f"the solution's code took {_describe(event, args)}, a route into the grader's objects"
+            taken = _raised_by(sys._getframe(1), self.solution_file)
         finally:
             self._inside.value = False
+        if taken:   # refused, not only noted (every time: a solution may catch the error and try again)
+            if self.found is None:
+                self.found = f"the solution's code took {_describe(event, args)}, a route into the grader's objects"
+            raise PermissionError(f"opgen's grader refuses {event} to a solution")
 
 
 def _raised_by(frame: types.FrameType | None, solution_file: str) -> bool:
-    """Whether the nearest frame outside the frame API's own modules is the solution's."""
+    """Whether the nearest frame outside the frame API's modules, and past a frame-handing function's, is the
+    solution's."""
     while frame is not None and frame.f_code.co_filename in _FRAME_API_FILES:
+        frame = frame.f_back
+    while frame is not None and frame.f_code.co_filename.endswith(_FRAME_HANDING_SUFFIXES):
         frame = frame.f_back
     return frame is not None and frame.f_code.co_filename == solution_file
 

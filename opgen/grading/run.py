@@ -122,6 +122,8 @@ def _line(result: SandboxResult) -> dict:
         reason = "out_of_memory"
     elif result.status in ("timeout", "crash"):
         reason = result.status
+    elif result.status == "forged":   # the solution wrote a verdict of its own on the worker's channel
+        reason = "tampering"
     else:   # the grading function raised: what the solution left behind broke it
         reason = "exec_error"
     return {"correct": False, "reason": reason, "detail": result.detail[-2000:]}

@@ -315,6 +315,7 @@ class Grading:
             self.check_guard()
             raise Verdict("output_format", str(error)) from None
         except BaseException as error:  # noqa: BLE001 - the solution's own failure is its verdict
+            self.check_guard()   # unless it failed on a route the grader refused it, or after a patch
             raise Verdict("exec_error", describe(error)) from None
         self.check_guard()
         broken = watch.watch.describe() if isinstance(watch, KernelsOnly) else None

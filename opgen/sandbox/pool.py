@@ -13,6 +13,7 @@ import atexit
 import collections
 import json
 import os
+import secrets
 import selectors
 import signal
 import subprocess
@@ -43,6 +44,7 @@ MEMORY_LIMIT = "memory limit exceeded"  # how a result killed for passing the po
 @dataclass
 class SandboxResult:
     """The outcome of one payload: `ok` (value is the function's dict), `error` (it raised), `crash`, `timeout`,
+    `forged` (the worker's channel carried an answer its worker loop did not write: the task's code wrote there),
     `stopped` (never sent: see `SandboxPool.run_many`);
     `seconds` from sending the payload to its answer (the worker's time on it, its clean-up after the last
     payload and the pipes included); `cpu_s` the CPU seconds the worker spent on the function (0 when the
@@ -56,6 +58,9 @@ class SandboxResult:
     cpu_s: float = 0.0
     pid: int = 0
     task_number: int = 0
+
+
+GARBLED = "garbled"   # what the pool makes of a line on a worker's channel that is no message
 
 
 def is_out_of_memory(message: str | None) -> bool:
@@ -100,12 +105,15 @@ class _Worker:
         self.deadline = time.monotonic() + STARTUP_TIMEOUT_S
         self.started = False
         self.sent_at = 0.0
+        self.nonce = ""   # the current task's: the worker loop's answer carries it, an answer forged by task code not
 
     def send(self, index: int, fn_path: str, payload: dict, startup_s: float) -> None:
         self.log.truncate(0)
         self.index, self.started, self.sent_at = index, False, time.monotonic()
         self.deadline = time.monotonic() + startup_s  # importing the function's module is not the task's time
-        self.proc.stdin.write((json.dumps({"fn": fn_path, "payload": payload}) + "\n").encode())
+        self.nonce = secrets.token_hex(16)
+        request = {"fn": fn_path, "payload": payload, "nonce": self.nonce}
+        self.proc.stdin.write((json.dumps(request) + "\n").encode())
         self.proc.stdin.flush()
 
     def read_messages(self) -> list[dict] | None:
@@ -122,7 +130,13 @@ class _Worker:
         messages = []
         while b"\n" in self.buffer:
             line, self.buffer = self.buffer.split(b"\n", 1)
-            messages.append(json.loads(line))
+            try:
+                message = json.loads(line)
+            except ValueError:
+                message = None
+            if not isinstance(message, dict):   # task code wrote on the channel: not the worker loop's
+                message = {"status": GARBLED, "detail": line[:200].decode(errors="replace")}
+            messages.append(message)
         return messages
 
     def rss_mb(self) -> float:
@@ -324,6 +338,10 @@ class SandboxPool:
             return self._replace(worker, results, "crash", worker.exit_description())
         for message in messages:
             status = message.get("status")
+            if status == GARBLED or (status not in ("ready", "started") and worker.index is not None
+                                     and message.get("nonce") != worker.nonce):
+                return self._replace(worker, results, "forged", "the worker's channel carried an answer its worker "
+                                     f"did not send (the task's code wrote there): {str(message)[:200]}")
             if status == "ready":
                 worker.ready = True
                 if self.confined and not message.get("confined"):

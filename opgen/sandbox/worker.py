@@ -41,7 +41,8 @@ def _answer(stream, message: dict) -> None:
     try:
         text = json.dumps(message)
     except (TypeError, ValueError) as error:
-        text = json.dumps({"status": "error", "detail": f"result is not JSON-serialisable: {error}"})
+        kept = {key: message[key] for key in ("nonce", "exiting", "cpu_s") if key in message}
+        text = json.dumps({"status": "error", "detail": f"result is not JSON-serialisable: {error}", **kept})
     stream.write(text + "\n")
     stream.flush()
 
@@ -121,10 +122,11 @@ def main() -> None:
     _answer(proto_out, {"status": "ready", "pid": os.getpid(), "confined": confined})
     for line in proto_in:
         request = json.loads(line)
+        nonce = request.pop("nonce", None)   # the answer carries it: the pool refuses one written by task code
         try:
             function = resolve(request["fn"])
         except BaseException:  # noqa: BLE001 - any import failure is reported, the worker lives on
-            _answer(proto_out, {"status": "error", "detail": traceback.format_exc(limit=5)})
+            _answer(proto_out, {"status": "error", "detail": traceback.format_exc(limit=5), "nonce": nonce})
             continue
         _answer(proto_out, {"status": "started"})
         cpu = cpu_seconds()  # every answer says how much CPU its task took: is a slow task working or waiting?
@@ -134,6 +136,7 @@ def main() -> None:
         except BaseException:  # noqa: BLE001 - SystemExit from task code is an error, not our exit
             message = {"status": "error", "detail": traceback.format_exc(limit=8), "cpu_s": cpu_seconds() - cpu}
         exiting = _exit_requested()
+        message["nonce"] = nonce
         _answer(proto_out, {**message, "exiting": True} if exiting else message)   # the pool sends it nothing more
         if exiting:
             os._exit(0)

@@ -1,8 +1,8 @@
 # task: linear_gelu
 # expect: tampering
 # The same tolerance cheat, with the frame taken by a library function on its behalf (TorchScript's resolution
-# callback reads its caller's caller's locals), so no frame event is the solution's own: the grade's state, recorded
-# before each of the solution's calls and compared after, shows the tolerance changed.
+# callback reads its caller's caller's locals): a function that only hands its caller a frame is the caller's route,
+# refused as the solution's own.
 import torch
 import torch.nn as nn
 

@@ -1,8 +1,9 @@
 # task: linear_gelu
-# expect: input_modified
+# expect: tampering
 # Zeroes its input and, through a library function that reads its callers' locals, the grader's own copy of the
 # draw, then returns the model's answer for zeros, computed once: a grader that gives the reference the tensors it
-# drew before the solution's call would find them equal. The grader draws again after the call.
+# drew before the solution's call would find them equal. The route is refused (and the grader draws again after the
+# call, whatever route wrote them).
 import torch
 import torch.nn as nn
 
