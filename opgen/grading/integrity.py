@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from opgen.grading.compare import same_bits
+from opgen.grading.leftovers import Baseline
 
 # The Grading attributes a verdict depends on; `result` and the reference are compared apart.
 FIELDS = ("payload", "device", "seed", "draws", "configs", "atol", "rtol", "lock", "namespace", "reference", "settings",
@@ -70,6 +71,7 @@ class Snapshot:
         # the values too: a write through `.data` or a raw pointer moves no version counter
         self.contents = [tensor.clone() for tensor in _tensors(self.fields["reference"])]
         self.task = _task_functions(self.fields["namespace"])
+        self.running = Baseline()   # a thread, timer or handler the stretch leaves runs beside the grader's checks
 
     def release(self) -> None:
         """Drop the copies of the reference's values (a stretch's check is done; `changes(whole=False)` needs none)."""
@@ -94,6 +96,9 @@ class Snapshot:
             found.append("the reference model's weights were replaced or written")
         if whole and not _same_objects(_task_functions(self.fields["namespace"]), self.task):
             found.append("the task's functions or sizes were replaced")
+        left = self.running.running() if whole else []
+        if left:
+            found.append(f"the solution left {left[0]} running beside the grader's checks and timing")
         shadowed = _shadowed_methods(grading)
         if shadowed:
             found.append(f"the grader's method {shadowed[0]} was shadowed")

@@ -23,7 +23,19 @@ class Baseline:
 
     def __init__(self) -> None:
         self.threads = set(threading.enumerate())
+        self.timers = {timer for timer in TIMERS if signal.getitimer(timer) != (0.0, 0.0)}
         self.handlers = {number: _handler(number) for number in ASYNCHRONOUS}
+
+    def running(self) -> list[str]:
+        """What runs now that did not before, in words, left as it is: new threads, interval timers, changed
+        signal handlers."""
+        left = ["an interval timer" for timer in TIMERS
+                if timer not in self.timers and signal.getitimer(timer) != (0.0, 0.0)]
+        left += [f"a handler of {signal.Signals(number).name}" for number, before in self.handlers.items()
+                 if before is not None and _handler(number) is not before]
+        left += [f"thread {thread.name!r}" for thread in threading.enumerate()
+                 if thread not in self.threads and thread.is_alive()]
+        return left
 
     def clean_up(self) -> list[str]:
         """Stop the timers, put the handlers back; what was left, in words (empty: nothing)."""
