@@ -13,6 +13,7 @@ import builtins
 import contextlib
 import gc
 import linecache
+import secrets
 import time
 from collections.abc import Callable
 
@@ -385,7 +386,11 @@ class Grading:
         payload = self.payload
         plan = self.trial_plan()
         apart = payload.get("reference_timing") == "apart"
-        timed_draw, fresh_draw, compile_draw, trial_draw = timing_draws(self.draws)
+        _, _, compile_draw, _ = timing_draws(self.draws)
+        # The solution's timed draws, and the fresh one after them, start at a point chosen now, at random: the
+        # grade's other draws follow from its seed, so a solution could compute their answers ahead (in its
+        # constructor, untimed) and look them up by value when called; these it cannot.
+        timed_draw, fresh_draw, _, trial_draw = timing_draws(self.draws + UNPREDICTABLE_DRAWS + secrets.randbelow(2**40))
         compiled = (self.compile_reference(config, compile_draw)
                     if payload.get("compile_baseline") and not apart else None)
         inputs = self.draw(config, timed_draw)
@@ -528,6 +533,9 @@ class Grading:
             f"within ±{plan.rel_ci:.0%}; median")
         if self.device == "cuda":
             result["hardware"] = torch.cuda.get_device_properties(0).name
+
+
+UNPREDICTABLE_DRAWS = 1_000_000   # the timed draws' random starting point lies past every seeded draw
 
 
 def timing_draws(draws: int) -> tuple[int, int, int, int]:
