@@ -128,9 +128,10 @@ LEFT_RUNNING = {
 
 @pytest.mark.parametrize("what", sorted(LEFT_RUNNING))
 def test_a_worker_left_with_a_thread_or_a_timer_runs_no_other_grade(what):
-    """What a solution leaves running (reached past the static scan by a computed name) runs beside the grader's
-    checks and timing (it could slow the reference, or change what the grader reads between two checks), and could
-    act inside a later grade in the same worker: the grade is tampering, and that worker answers, then exits."""
+    """What a solution leaves running (reached past the static scan by a computed name) could act inside a later
+    grade in the same worker: that worker answers, then exits. A timer (its handler is the solution's code) runs
+    beside the grader's checks and timing, and ends the grade; a thread that runs only library code (a wait) does
+    not (cheat_background_load is one that runs the solution's)."""
     task = {"id": "linear_gelu", "code": (TASKS / "linear_gelu.py").read_text()}
     honest = reference_solution(task["code"])
     leaving = honest.replace("        super().__init__()\n", "        super().__init__()\n" + LEFT_RUNNING[what], 1)
@@ -139,7 +140,10 @@ def test_a_worker_left_with_a_thread_or_a_timer_runs_no_other_grade(what):
     before = grade_task(task, honest, options)
     left = grade_task(task, leaving, options)
     after = grade_task(task, honest, options)
-    assert left["reason"] == "tampering" and "running beside the grader" in left["detail"], left
+    if what == "timer":
+        assert left["reason"] == "tampering" and "an interval timer running beside" in left["detail"], left
+    else:
+        assert left["reason"] == "ok", left
     assert left["worker_pid"] == before["worker_pid"]
     assert after["reason"] == "ok" and after["worker_pid"] != left["worker_pid"]
 

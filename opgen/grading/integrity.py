@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from opgen.grading.compare import same_bits
+from opgen.grading.introspection import SOLUTION_FILENAME
 from opgen.grading.leftovers import Baseline
 
 # The Grading attributes a verdict depends on; `result` and the reference are compared apart.
@@ -96,7 +97,7 @@ class Snapshot:
             found.append("the reference model's weights were replaced or written")
         if whole and not _same_objects(_task_functions(self.fields["namespace"]), self.task):
             found.append("the task's functions or sizes were replaced")
-        left = self.running.running() if whole else []
+        left = self.running.running(SOLUTION_FILENAME) if whole else []
         if left:
             found.append(f"the solution left {left[0]} running beside the grader's checks and timing")
         shadowed = _shadowed_methods(grading)

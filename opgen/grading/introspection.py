@@ -14,6 +14,8 @@ import threading
 import traceback
 import types
 
+from opgen.sandbox.task import TASK_FILENAME_PREFIX
+
 # Events that hand out frames (and the grader's locals with them), every object of the process, or run code where
 # the grader runs: none of them is needed to write a kernel.
 WATCHED = frozenset({
@@ -28,6 +30,7 @@ _FRAME_API_FILES = frozenset({inspect.__file__, traceback.__file__})
 # callbacks): called by the solution directly, the frame they take is the solution's taking.
 _FRAME_HANDING_SUFFIXES = ("torch/_jit_internal.py",)
 SOLUTION_MODULE = "opgen_solution"   # the __name__ the solution's module runs under (opgen/grading/worker.py)
+SOLUTION_FILENAME = f"{TASK_FILENAME_PREFIX}solution>"   # ... and the file every code object of it carries
 
 
 class Watch:

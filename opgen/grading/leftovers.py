@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 
@@ -26,15 +27,18 @@ class Baseline:
         self.timers = {timer for timer in TIMERS if signal.getitimer(timer) != (0.0, 0.0)}
         self.handlers = {number: _handler(number) for number in ASYNCHRONOUS}
 
-    def running(self) -> list[str]:
-        """What runs now that did not before, in words, left as it is: new threads, interval timers, changed
-        signal handlers."""
+    def running(self, solution_file: str) -> list[str]:
+        """What the solution left running that did not run before, in words, left as it is: interval timers,
+        changed signal handlers, and new threads that run its code (a library's own thread, such as a progress
+        bar's monitor that torch.compile starts, is not the solution's)."""
         left = ["an interval timer" for timer in TIMERS
                 if timer not in self.timers and signal.getitimer(timer) != (0.0, 0.0)]
         left += [f"a handler of {signal.Signals(number).name}" for number, before in self.handlers.items()
                  if before is not None and _handler(number) is not before]
-        left += [f"thread {thread.name!r}" for thread in threading.enumerate()
-                 if thread not in self.threads and thread.is_alive()]
+        new = [thread for thread in threading.enumerate() if thread not in self.threads and thread.is_alive()]
+        if new:
+            frames = sys._current_frames()
+            left += [f"thread {thread.name!r}" for thread in new if _runs_code_of(thread, frames, solution_file)]
         return left
 
     def clean_up(self) -> list[str]:
@@ -52,6 +56,21 @@ class Baseline:
         threads = [thread.name for thread in threading.enumerate() if thread not in self.threads and thread.is_alive()]
         left += [f"thread {name!r}" for name in threads]
         return left
+
+
+def _runs_code_of(thread: threading.Thread, frames: dict, solution_file: str) -> bool:
+    """Whether a thread runs code of `solution_file` now, or will: its stack, its target (a timer's function), or
+    its class's run method."""
+    for function in (getattr(thread, "_target", None), getattr(thread, "function", None), type(thread).run):
+        code = getattr(getattr(function, "__func__", function), "__code__", None)
+        if code is not None and code.co_filename == solution_file:
+            return True
+    frame = frames.get(thread.ident)
+    while frame is not None:
+        if frame.f_code.co_filename == solution_file:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _handler(number: int):

@@ -34,7 +34,7 @@ from opgen.grading.configs import InputConfig, config_from, draw_config
 from opgen.grading.extension_worker import keyed_builds
 from opgen.grading.guard import Guard, Settings
 from opgen.grading.integrity import Snapshot
-from opgen.grading.introspection import SOLUTION_MODULE
+from opgen.grading.introspection import SOLUTION_FILENAME, SOLUTION_MODULE
 from opgen.grading.introspection import install as watch_introspection
 from opgen.grading.kernels_only import KernelsOnly
 from opgen.grading.leftovers import Baseline, signals_held
@@ -47,7 +47,7 @@ from opgen.sandbox.gpus import (
     gpu_lock,
     inductor_benchmarks_locked,
 )
-from opgen.sandbox.task import TASK_FILENAME_PREFIX, build_model, describe, fresh, load_namespace
+from opgen.sandbox.task import build_model, describe, fresh, load_namespace
 from opgen.sandbox.torch_state import isolated_torch_state
 from opgen.sandbox.worker import exit_after_answer
 from opgen.taskcode.dtypes import tolerance_of
@@ -57,9 +57,6 @@ from opgen.timing.trials import TrialPlan
 _PERF_COUNTER = time.perf_counter   # captured before any solution loads (a solution may patch time's)
 PROBE_DRAW = -1   # the reference's own run before the solution loads: does the task run at all?
 DERIVED_CONFIGS = 2   # held-out configurations derived for a task that carries none
-
-
-SOLUTION_FILENAME = f"{TASK_FILENAME_PREFIX}solution>"   # every code object of the solution's module carries it
 
 
 def solution_namespace(code: str) -> dict:
