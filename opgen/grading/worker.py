@@ -393,8 +393,8 @@ class Grading:
         inputs = self.draw(config, timed_draw)
         candidate_inputs = fresh(inputs)
         refill = self.refiller(config, trial_draw)
+        self.solution_runs()   # outside the hold: the GPU waits for no host work of the grader's
         with gpu_lock(self.lock):
-            self.solution_runs()
             try:
                 solution = timed_calls(self.candidate, candidate_inputs, self.device, plan, refill(candidate_inputs))
             except Verdict:
