@@ -1,8 +1,9 @@
 """The grade's own state, which the solution's code shares a process with: what the verdict is computed from (the
-tolerance, the seed, the draws, the configurations, the payload, the result so far, the reference model and its
-weights, the task's functions) recorded before each stretch of the solution's code and verified after it. Nothing
-of it changes while only the solution runs, so any change there is the solution's (reached past the static scan, by
-a frame or the garbage collector's lists: opgen/grading/introspection.py names the usual routes as they are taken)."""
+tolerance, the seed, the draws, the configurations, the payload, the result so far, the settings the reference runs
+under, the reference model and its weights, the task module's names), and what runs beside the grader (threads,
+timers, handlers), recorded before each stretch of the solution's code and compared after it. None of it changes
+while only the solution runs, so a change there is the solution's, made through a route into the grader's objects
+that opgen/grading/introspection.py did not refuse."""
 
 from __future__ import annotations
 
