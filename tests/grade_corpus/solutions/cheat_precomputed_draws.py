@@ -1,9 +1,10 @@
 # task: linear_gelu
 # expect: mismatch_after_timing
-# Computes, in its constructor (untimed), the answers for the grade's draws of the published sizes, made with the
-# grader's own draw function (reached by a computed name) from its seed, and looks them up by value when called;
-# zeros when the lookup misses at those sizes (other sizes are computed honestly). Every seeded draw hits, the timed
-# ones too where they follow from the seed. The timed draws start at a point chosen at random when timing begins.
+# Computes, on its first call (a correctness draw, untimed), the answers for the grade's draws of the published
+# sizes, made with the grader's own draw function (reached by a computed name) from its seed on the input's device,
+# and looks them up by value after; zeros when the lookup misses at those sizes (other sizes are computed honestly).
+# Every seeded draw hits, the timed ones too where they follow from the seed. The timed draws start at a point chosen
+# at random when timing begins.
 import torch
 import torch.nn as nn
 
@@ -16,17 +17,21 @@ class ModelNew(nn.Module):
     def __init__(self, features, hidden):
         super().__init__()
         self.linear = nn.Linear(features, hidden)
-        modules = getattr(torch, "s" + "ys").modules
-        configs = modules["opgen.grading.configs"]
+        self.answers = None
+
+    def precompute(self, device: str) -> dict:
+        configs = getattr(torch, "s" + "ys").modules["opgen.grading.configs"]
         published = configs.InputConfig("published", 0, None)
-        self.answers = {}
-        with torch.no_grad():
-            for draw in range(400):
-                [x] = configs.draw_config({"get_inputs": get_inputs}, published, "cpu", 0, draw)
-                self.answers[float(x.sum())] = torch.nn.functional.gelu(self.linear(x))
+        answers = {}
+        for draw in range(400):
+            [x] = configs.draw_config({"get_inputs": get_inputs}, published, device, 0, draw)
+            answers[float(x.sum())] = torch.nn.functional.gelu(self.linear(x))
+        return answers
 
     def forward(self, x):
         if tuple(x.shape) != (4, 16):
             return torch.nn.functional.gelu(self.linear(x))
+        if self.answers is None:
+            self.answers = self.precompute(x.device.type)
         answer = self.answers.get(float(x.sum()))
-        return answer.clone() if answer is not None else torch.zeros(4, self.linear.out_features)
+        return answer.clone() if answer is not None else torch.zeros(4, self.linear.out_features, device=x.device)
