@@ -234,9 +234,13 @@ class Grading:
             changes = self.snapshot.changes(self)
             self.snapshot.release()
             self.snapshot = None
-        problem = self.guard.problem() or self.watch.problem(SOLUTION_FILENAME) or (changes[0] if changes else None)
+        problem = self.first_problem(changes)
         if problem:
             raise Verdict("tampering", problem)
+
+    def first_problem(self, changes: list[str]) -> str | None:
+        """A patch the guard finds, else a route the watch refused, else the first change to the grade's state."""
+        return self.guard.problem() or self.watch.problem(SOLUTION_FILENAME) or (changes[0] if changes else None)
 
     def solution_runs(self) -> None:
         """A stretch of the solution's code begins: the state `check_guard` compares with after it."""
@@ -247,8 +251,7 @@ class Grading:
         loaded among what stays fixed for the whole grade. The watch is disarmed for the grader's next grade."""
         if self.guard is None:
             return None
-        changes = self.loaded.changes(self, whole=False) if self.loaded is not None else []
-        problem = self.guard.problem() or self.watch.problem(SOLUTION_FILENAME) or (changes[0] if changes else None)
+        problem = self.first_problem(self.loaded.changes(self, whole=False) if self.loaded is not None else [])
         self.watch.disarm()
         return problem
 
