@@ -125,6 +125,46 @@ def test_a_resumed_build_repairs_rows_timed_before_the_guard_knew_them(monkeypat
         build.executor.close()
 
 
+def test_a_resumed_build_repairs_its_rows_after_its_first_timed_shard_and_before_its_round_ends(monkeypatch, tmp_path):
+    """The first new task does not wait for the repairs: they go to the timing lanes once a timing job of this call
+    has come back (or no execute job is left); until a shard's repair is in, its round stays open and the shard does
+    not count as finished, so the round's survivors are the repaired ones."""
+    from concurrent.futures import Future
+
+    from opgen.pipeline.build import RoundState
+    from opgen.pipeline.config import BuildConfig
+    from opgen.pipeline.stages import EXECUTE
+
+    calls = _fake_timer(monkeypatch, 0.9)
+    rows = [_row(5.0, id="fine", sample_index=0, data_source="torch#1"),
+            _row(1.1, eager_device_us=300.0, id="rnn", sample_index=1, timing_device="cuda", data_source="torch#1")]
+    build, folder = _finished_shard(tmp_path, rows, [True, True], BuildConfig(n=2, seed=0, device="cuda"))
+    try:
+        build._plan_rechecks()
+        build.wanted = {"torch#1": 1}
+        later = 6   # the source's next shard: surplus once shard 4 counts, finished, with a survivor
+        state = RoundState(0, [4, later], {4: "torch#1", later: "torch#1"}, executed={4}, timed={4})
+        build.rounds.append(state)
+        running = Future()   # another shard's execute job, still under way
+        build.pending[running] = (EXECUTE.name, 0, 5)
+        build._send_rechecks()
+        assert len(build.pending) == 1 and calls == []
+        state.executed.add(later)
+        state.timed.add(later)
+        build._complete_if_done(state)
+        assert not state.complete and build._unneeded() == []
+        build.shard_timed_now = True   # this call's first shard came back from timing
+        build._send_rechecks()
+        assert len(build.pending) == 2
+        del build.pending[running]
+        build._drain(lambda: True)
+        assert calls == [(["rnn"], True)] and state.complete and not build.rechecking
+        assert build._unneeded() == [(state, later)]
+        assert [r["id"] for r in build.rundir.rows(build.rundir.round_dir(0), "survivors")] == ["fine"]
+    finally:
+        build.executor.close()
+
+
 def test_a_resumed_build_times_again_the_rows_its_timing_harness_failed(monkeypatch, tmp_path):
     """A shard whose timing pool broke under it recorded "error: ValueError: write to closed file" for every row,
     and the window rejected them all: on resume those rows are timed again (on any device) and judged anew; rows that
@@ -170,7 +210,6 @@ def _finished_shard(tmp_path, rows: list[dict], kept: list[bool], config):
     from opgen.pipeline.build import Build
     from opgen.pipeline.executors import LocalExecutor
     from opgen.pipeline.rundir import RunDir
-    from opgen.pipeline.stages import TIMING
 
     rundir = RunDir(tmp_path)
     folder = rundir.shard_dir(4)
@@ -179,7 +218,6 @@ def _finished_shard(tmp_path, rows: list[dict], kept: list[bool], config):
     rundir.write_rows(folder, "timing", [{"sample_index": row["sample_index"], "keep": keep}
                                          for row, keep in zip(rows, kept)])
     rundir.mark(folder, "timing", {"funnel": {}, "gpu_s": 1.5})
-    build = Build.__new__(Build)
-    build.rundir, build.config = rundir, config
-    build.executor, build.timing, build.timing_job_workers = LocalExecutor(2), TIMING, 1
+    build = Build(config, tmp_path, LocalExecutor(2), progress=False, timing_workers=1)
+    build.rundir = rundir
     return build, folder

@@ -51,6 +51,7 @@ log = logging.getLogger("opgen.build")
 STATE_INTERVAL_ENV = "OPGEN_STATE_INTERVAL_S"
 STATE_INTERVAL_S = 60.0
 STATE_SAVE_SHARE = 0.1
+RECHECK = "recheck"   # the pending jobs that repair a shard timed before (`Build._plan_rechecks`)
 
 
 @dataclass
@@ -115,6 +116,11 @@ class Build:
         self.bar: tqdm | None = None
         self.started = time.perf_counter()
         self.first_task: tuple[float, int] | None = None         # (s into this call, tasks) when tasks first showed
+        self.shard_timed_now = False                            # a timing job of this call has come back
+        self.rechecks: dict[int, tuple[dict, dict]] = {}        # shard -> (payload, marker): repairs not yet sent
+        self.recheck_markers: dict[int, dict] = {}              # shard -> its timing marker: repairs under way
+        self.rechecking: set[int] = set()                       # shards whose repair is unsent or under way
+        self.recheck_tally: Counter = Counter()                 # shards, rows changed, harness failures repaired
 
     # the loop ------------------------------------------------------------------------------------------------
     def run(self) -> BuildResult:
@@ -131,7 +137,7 @@ class Build:
         if restored is not None:
             log.info("restored %d finished stages from %s", restored, self.resume_from)
         if self.config.timing_device == "cuda":
-            self._recheck_timed_rows()
+            self._plan_rechecks()
         self.rundir.start_clock()
         if self.save_path is not None:
             self.rundir.on_mark = self._save_state_now_and_then
@@ -206,39 +212,69 @@ class Build:
         check_version(header, self.resume_from)
         return True
 
-    def _recheck_timed_rows(self) -> None:
-        """Repair shards timed before: a row whose timing the harness failed (no verdict of the task's: a pool's
+    def _plan_rechecks(self) -> None:
+        """Repairs of shards timed before: a row whose timing the harness failed (no verdict of the task's: a pool's
         pipe closed under it) is timed again, and on CUDA a row the timing guard suspects now and never timed again
         (taken before a guard rule existed) is timed again with the host quiet; the shard's window verdicts, funnel
-        and marker are written anew. Runs before any new work, once per row (rechecked rows say so)."""
-        jobs, markers = [], {}
+        and marker are written anew (`_on_recheck`), once per row (rechecked rows say so). They are sent once this
+        call has timed a shard of its own (`_send_rechecks`): 39 shards' repairs took 131 s on an H100, which the
+        first new task no longer waits for. Until a shard's repair is in, its round neither completes nor counts as
+        finished when shards are skipped, and no round is planned: the dataset is the same as with the repairs first."""
         for folder in sorted(self.rundir.root.glob("shards/*")):
             marker = self.rundir.done(folder, "timing")
             rows = self.rundir.rows(folder, "timed") if marker is not None else []
             if any(harness_failed(row) or (suspicions(row) and not row.get("timing_rechecked")) for row in rows):
-                markers[folder] = marker
-                jobs.append((folder, {"records": rows, "options": self.config.timing_options(), "recheck_only": True,
-                                      "timeout_s": max(600.0, self.config.timeout_s),
-                                      "window_ms": list(self.config.runtime_window_ms),
-                                      "workers_per_gpu": self.timing_job_workers}))
-        if not jobs:
+                self.rechecks[int(folder.name)] = (
+                    {"records": rows, "options": self.config.timing_options(), "recheck_only": True,
+                     "timeout_s": max(600.0, self.config.timeout_s), "window_ms": list(self.config.runtime_window_ms),
+                     "workers_per_gpu": self.timing_job_workers}, marker)
+        self.rechecking = set(self.rechecks)
+        if self.rechecks:
+            log.info("timing guard over earlier shards: %d shard(s) hold rows to time again, after this call's first "
+                     "timed shard", len(self.rechecks))
+
+    def _recheck_timed_rows(self) -> None:
+        """Plan the repairs and make them now, before anything else."""
+        self._plan_rechecks()
+        self._drain(lambda: True)
+
+    def _send_rechecks(self) -> None:
+        """Send the planned repairs to the timing lanes once a timing job of this call has come back, or when no
+        execute job is left to feed those lanes."""
+        if not self.rechecks or not (self.shard_timed_now or all(stage != EXECUTE.name
+                                                                 for stage, _, _ in self.pending.values())):
             return
-        started, changed = time.perf_counter(), Counter()
+        self.recheck_tally["started"] = time.perf_counter()
+        for shard, (payload, marker) in sorted(self.rechecks.items()):
+            self.pending[self.executor.submit(self.timing, payload)] = (RECHECK, -1, shard)
+            self.recheck_markers[shard] = marker
+        self.rechecks.clear()
 
-        def on_result(folder: Path, result: dict) -> None:
-            if result.get("stopped"):
-                return
-            before = {row["sample_index"]: row for row in self.rundir.rows(folder, "timed")}
-            changed["rows"] += sum(1 for row in result["records"]
-                                   if row.get("eager_ms") != before[row["sample_index"]].get("eager_ms"))
-            changed["failed"] += sum(1 for row in before.values() if harness_failed(row))
-            self.rundir.write_rows(folder, "timed", result["records"])
-            self.rundir.write_rows(folder, "timing", result["verdicts"])
-            self.rundir.mark(folder, "timing", {**markers[folder], "funnel": result["funnel"]})
-
-        run_jobs(self.executor, self.timing, jobs, on_result, desc="recheck", progress=False)
-        log.info("timing guard over earlier shards: %d shard(s) held suspect rows or %d the harness failed, %d row(s) "
-                 "got a new median, %.1f s", len(jobs), changed["failed"], changed["rows"], time.perf_counter() - started)
+    def _on_recheck(self, shard: int, result: dict) -> None:
+        marker = self.recheck_markers.pop(shard)
+        self.rechecking.discard(shard)
+        if result.get("stopped"):   # the build is ending: a later call repairs the shard
+            return
+        folder = self.rundir.shard_dir(shard)
+        before = {row["sample_index"]: row for row in self.rundir.rows(folder, "timed")}
+        self.recheck_tally["rows"] += sum(1 for row in result["records"]
+                                          if row.get("eager_ms") != before[row["sample_index"]].get("eager_ms"))
+        self.recheck_tally["failed"] += sum(1 for row in before.values() if harness_failed(row))
+        self.rundir.write_rows(folder, "timed", result["records"])
+        self.rundir.write_rows(folder, "timing", result["verdicts"])
+        self.rundir.mark(folder, "timing", {**marker, "funnel": result["funnel"]})
+        self.survivor_counts.pop(shard, None)
+        for state in self.rounds:   # a round finished before: its survivors as the repair leaves them
+            if shard in state.shards and state.complete:
+                survivors = [r for s in state.shards if s in state.timed for r in self._shard_survivors(state, s)]
+                self.rundir.write_rows(self.rundir.round_dir(state.index), "survivors", survivors)
+                self.rundir.mark(self.rundir.round_dir(state.index), "round", {"survivors": len(survivors)})
+        self.recheck_tally["shards"] += 1
+        if not self.rechecking:
+            log.info("timing guard over earlier shards: %d shard(s) held suspect rows or %d the harness failed, %d "
+                     "row(s) got a new median, %.1f s", self.recheck_tally["shards"], self.recheck_tally["failed"],
+                     self.recheck_tally["rows"], time.perf_counter() - self.recheck_tally["started"])
+        self._count_published()
 
     def _save_state_now_and_then(self) -> None:
         """After a marker: save the state once STATE_INTERVAL_S (or ten times the last save's time) has passed,
@@ -314,19 +350,24 @@ class Build:
         while True:
             for state in self.rounds:
                 self._complete_if_done(state)
-            if until():
+            if until() and not self.rechecking:
                 return
+            self._send_rechecks()
             if not self.pending:
                 raise RuntimeError("build stalled: waiting with no job in flight")
             finished, _ = wait(list(self.pending), return_when=FIRST_COMPLETED)
             for future in sorted(finished, key=lambda f: self.pending[f]):
                 stage, round_index, shard = self.pending.pop(future)
                 result = future.result()
+                if stage == RECHECK:
+                    self._on_recheck(shard, result)
+                    continue
                 self.busy[stage] += result.get("busy_s", 0.0)
                 state = self.rounds[round_index]
                 if stage == EXECUTE.name:
                     self._on_execute(state, shard, result)
                 else:
+                    self.shard_timed_now = True
                     self._on_timing(state, shard, result)
 
     # planning ------------------------------------------------------------------------------------------------
@@ -522,7 +563,8 @@ class Build:
         """Shards whose survivors could only be surplus (`rounds.unneeded_shards`), with their round."""
         state_of = {shard: state for state in self.rounds for shard in state.shards}
         ordered = [(shard, state.sources.get(shard)) for state in self.rounds for shard in state.shards]
-        finished = {shard for shard, state in state_of.items() if self._done_shard(state, shard)}
+        finished = {shard for shard, state in state_of.items()
+                    if self._done_shard(state, shard) and shard not in self.rechecking}
         unneeded = rounds.unneeded_shards(ordered, finished, lambda shard: self._survivor_count(state_of[shard], shard),
                                           self.wanted)
         return [(state_of[shard], shard) for shard in unneeded]
@@ -586,7 +628,8 @@ class Build:
         return [r for shard in state.shards if shard in done for r in self._shard_survivors(state, shard)]
 
     def _complete_if_done(self, state: RoundState) -> None:
-        if state.complete or not self._executed(state) or (self.timed and state.timed < set(state.shards)):
+        if state.complete or not self._executed(state) or (self.timed and state.timed < set(state.shards)) \
+                or self.rechecking.intersection(state.shards):
             return
         folder = self.rundir.round_dir(state.index)
         survivors = self._survivors(state)
