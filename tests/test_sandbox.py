@@ -197,3 +197,18 @@ def test_an_answer_written_by_task_code_on_the_workers_channel_is_refused():
     assert (forged.status, garbled.status, after.status) == ("forged", "forged", "ok"), (forged, garbled, after)
     assert forged.value is None and "did not send" in forged.detail and "not a message" in garbled.detail
     assert after.pid not in (forged.pid, garbled.pid)   # a worker whose channel was written in is not used again
+
+
+def test_a_worker_runs_its_pools_warm_up_before_its_first_task_and_survives_a_failing_one():
+    from opgen.sandbox.worker import WARM_UP_ENV
+    from opgen.timing.driver import WARM_UP_PATH
+
+    compile_stack = {"modules": ["torch._inductor.compile_fx"]}
+    warmed, cold, broken = ({WARM_UP_ENV: WARM_UP_PATH}, {}, {WARM_UP_ENV: "no_such_module_here:warm"})
+    answers = []
+    for env in (warmed, cold, broken):
+        with _pool(workers=1, timeout_s=120.0, memory_mb=None, env=env) as pool:
+            [result] = pool.run_many(_fn("imported"), [compile_stack])
+        assert result.status == "ok", result.detail
+        answers.append(result.value["torch._inductor.compile_fx"])
+    assert answers == [True, False, False]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 
@@ -145,3 +146,8 @@ def forges_an_answer(payload: dict) -> dict:
 def garbles_the_channel(payload: dict) -> dict:
     _write_everywhere(b"not a message\n")
     return {"forged": False}
+
+
+def imported(payload: dict) -> dict:
+    """Which of `payload["modules"]` this worker had imported before the task began."""
+    return {name: name in sys.modules for name in payload["modules"]}

@@ -355,3 +355,37 @@ def test_a_run_holding_the_gpu_alone_reads_its_profiles_after_giving_it_back(tmp
     assert len(held_while_reading) == 2 and all(lock not in held for held in held_while_reading)
     assert result["profile_read_s"] >= 0 and result["timed_s"] > 0
     assert 0 <= result["warmup_lock_wait_s"] <= result["warmup_s"]
+
+
+def test_kept_timing_pools_started_ahead_are_the_ones_each_lane_then_times_in(monkeypatch):
+    """A build starts its timing lanes' pools (warming up) while its first shard is checked: the lane's first
+    timing finds its pool there, warmed up by the timing workers' own set-up, and starts no other."""
+    from opgen.sandbox.pool import KeptPools, SandboxResult
+    from opgen.sandbox.worker import WARM_UP_ENV
+    from opgen.timing import driver
+
+    made = []
+
+    class CountingPool:   # the pool's interface, without processes
+        def __init__(self, workers, timeout_s, memory_mb, env):
+            self.env, self.sent = env, []
+            made.append(self)
+
+        def __enter__(self):
+            return self
+
+        def close(self):
+            pass
+
+        def run_many(self, fn_path, payloads, progress=False, stop=None):
+            self.sent += payloads
+            return [SandboxResult("ok", {"eager_ms": 2.0, "timing_status": "ok"}, "", 0.1) for _ in payloads]
+
+    monkeypatch.setattr(driver, "SandboxPool", CountingPool)
+    monkeypatch.setattr(driver, "_SHARED_POOLS", KeptPools())
+    driver.start_kept_pools("cpu", timeout_s=600.0, lanes=2)
+    assert len(made) == 2 and all(pool.env[WARM_UP_ENV] == driver.WARM_UP_PATH for pool in made)
+    [row] = time_records([{"code": "x = 1", "id": "t"}], driver.TimingOptions(device="cpu"), timeout_s=600.0,
+                         reuse_pools=True, lane=1, progress=False)
+    assert row["eager_ms"] == 2.0
+    assert len(made) == 2 and [len(pool.sent) for pool in made] == [0, 1]

@@ -40,7 +40,7 @@ from opgen.pipeline.state import read_state, restore_state, snapshot_state, writ
 from opgen.records import EXECUTE_COLUMNS
 from opgen.sandbox.faults import ErrorRun
 from opgen.sandbox.gpus import visible_gpu_models
-from opgen.timing.driver import harness_failed
+from opgen.timing.driver import harness_failed, start_kept_pools
 from opgen.timing.guard import suspicions
 
 __all__ = ["Build", "BuildConfig", "BuildResult", "run_build"]
@@ -143,6 +143,9 @@ class Build:
             self.rundir.on_mark = self._save_state_now_and_then
         lanes = self.executor.lanes(self.execute) if isinstance(self.executor, LocalExecutor) else None
         timing_lane_count = self.executor.lanes(self.timing) if lanes and self.timed else None
+        if timing_lane_count and self.stream:   # set up while the first shard is checked, not after
+            start_kept_pools(self.config.timing_device, timeout_s=self._timing_timeout_s(), lanes=timing_lane_count,
+                             workers_per_gpu=self.timing_job_workers)
         log.info("%s build n=%d seed=%d in %s (executor %s, %s%s%s)", "resuming" if resuming else "starting",
                  self.config.n, self.config.seed, self.rundir.root, self.executor.name,
                  "streaming" if self.stream else "stage by stage",
@@ -226,7 +229,7 @@ class Build:
             if any(harness_failed(row) or (suspicions(row) and not row.get("timing_rechecked")) for row in rows):
                 self.rechecks[int(folder.name)] = (
                     {"records": rows, "options": self.config.timing_options(), "recheck_only": True,
-                     "timeout_s": max(600.0, self.config.timeout_s), "window_ms": list(self.config.runtime_window_ms),
+                     "timeout_s": self._timing_timeout_s(), "window_ms": list(self.config.runtime_window_ms),
                      "workers_per_gpu": self.timing_job_workers}, marker)
         self.rechecking = set(self.rechecks)
         if self.rechecks:
@@ -520,9 +523,12 @@ class Build:
                 self._on_timing(state, shard, {"records": [], "verdicts": [], "funnel": Funnel().to_dict()})
                 continue
             payload = {"records": records, "options": self.config.timing_options(),
-                       "timeout_s": max(600.0, self.config.timeout_s), "window_ms": list(self.config.runtime_window_ms),
+                       "timeout_s": self._timing_timeout_s(), "window_ms": list(self.config.runtime_window_ms),
                        "workers_per_gpu": self.timing_job_workers}
             self.pending[self.executor.submit(self.timing, payload)] = (TIMING.name, state.index, shard)
+
+    def _timing_timeout_s(self) -> float:
+        return max(600.0, self.config.timeout_s)
 
     def _on_execute(self, state: RoundState, shard: int, result: dict) -> None:
         folder = self.rundir.shard_dir(shard)

@@ -15,6 +15,9 @@ from collections.abc import Callable
 from opgen.sandbox.confine import confine_if_asked
 
 SYS_PATH_ENV = "OPGEN_SANDBOX_SYS_PATH"
+# `module:function` a worker runs once it has said it is ready and before it reads its first request: the imports
+# and set-up its tasks need, made while a pool started ahead of its first task would otherwise wait
+WARM_UP_ENV = "OPGEN_SANDBOX_WARM_UP"
 
 
 def _protocol_streams():
@@ -113,6 +116,17 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
+def _warm_up(target: str | None) -> None:
+    """Run the pool's warm-up function, if any. A first task sent meanwhile waits in the pipe, on its own clock, as it
+    would have waited for the same imports; a warm-up that fails leaves its failure for the task to meet."""
+    if not target:
+        return
+    try:
+        resolve(target)()
+    except Exception:  # noqa: BLE001 - the task that needs what failed reports it
+        pass
+
+
 def main() -> None:
     faulthandler.enable()  # a segfault leaves a Python traceback in the stderr log
     extra_path = json.loads(os.environ.get(SYS_PATH_ENV, "[]"))
@@ -120,6 +134,7 @@ def main() -> None:
     proto_in, proto_out = _protocol_streams()
     confined = confine_if_asked()   # before any task code: a solution may not signal the grader or its neighbours
     _answer(proto_out, {"status": "ready", "pid": os.getpid(), "confined": confined})
+    _warm_up(os.environ.get(WARM_UP_ENV))
     for line in proto_in:
         request = json.loads(line)
         nonce = request.pop("nonce", None)   # the answer carries it: the pool refuses one written by task code

@@ -20,6 +20,7 @@ from opgen.errors import MachineFault
 from opgen.sandbox.faults import ErrorRun, retried_after_harness_failure
 from opgen.sandbox.gpus import default_workers_per_gpu, gpu_lock_path, visible_gpus
 from opgen.sandbox.pool import KeptPools, SandboxPool, out_of_memory
+from opgen.sandbox.worker import WARM_UP_ENV
 from opgen.timing.guard import recheck
 from opgen.timing.measure import empty_result
 from opgen.timing.precision import PRECISIONS
@@ -28,6 +29,7 @@ from opgen.timing.trials import TrialPlan
 __all__ = ["TimingOptions", "time_records", "timing_summary"]
 
 FN_PATH = "opgen.timing.measure:measure_task"
+WARM_UP_PATH = "opgen.timing.measure:set_up_worker"
 
 
 _SHARED_POOLS = KeptPools()
@@ -113,6 +115,30 @@ def time_records(records: list[dict], options: TimingOptions | None = None, *, t
     return recheck(timed, lambda suspects: time_once(suspects, False, quiet=True))
 
 
+def _pool_envs(device: str, cache_dir: str | None, workers_per_gpu: int | None) -> tuple[dict[str, dict], int]:
+    """The timing pools' environments, one per visible GPU (the host's one on the CPU), and their workers each."""
+    env = {"TORCHINDUCTOR_FX_GRAPH_CACHE": "1", WARM_UP_ENV: WARM_UP_PATH}
+    if cache_dir:
+        env["TORCHINDUCTOR_CACHE_DIR"] = str(Path(cache_dir).resolve())
+    if device == "cpu":
+        return {"": env}, 1
+    gpus = visible_gpus()
+    if not gpus:
+        raise MachineFault("no CUDA device is visible")
+    return {gpu: {**env, "CUDA_VISIBLE_DEVICES": gpu} for gpu in gpus}, workers_per_gpu or default_workers_per_gpu(len(gpus))
+
+
+def start_kept_pools(device: str, *, timeout_s: float, lanes: int, workers_per_gpu: int | None = None,
+                     memory_mb: int | None = None, cache_dir: str | None = None) -> None:
+    """Start the kept timing pools of `lanes` lanes now, as `time_records(reuse_pools=True)` would on its first call
+    in each lane: their workers import and set up (`warm_up`) while the build's first shard is still being checked,
+    so its timing does not wait for them."""
+    gpu_envs, workers = _pool_envs(device, cache_dir, workers_per_gpu)
+    for lane in range(lanes):
+        for env in gpu_envs.values():
+            _pool(workers, timeout_s, memory_mb, env, True, lane)
+
+
 def _time_once(records: list[dict], options: TimingOptions, *, timeout_s: float, progress: bool,
                workers_per_gpu: int | None, cache_dir: str | None, memory_mb: int | None, reuse_pools: bool,
                stop: threading.Event | None, lane: int, quiet: bool = False) -> list[dict] | None:
@@ -122,19 +148,8 @@ def _time_once(records: list[dict], options: TimingOptions, *, timeout_s: float,
     if not records:
         return []
     payloads = [{**options.payload(r), "quiet": quiet, "timeout_s": timeout_s} for r in records]
-    env = {"TORCHINDUCTOR_FX_GRAPH_CACHE": "1"}
-    if cache_dir:
-        env["TORCHINDUCTOR_CACHE_DIR"] = str(Path(cache_dir).resolve())
-    if device == "cpu":
-        shards = {"": list(range(len(records)))}
-        workers = 1
-    else:
-        gpus = visible_gpus()
-        if not gpus:
-            raise MachineFault("no CUDA device is visible")
-        shards = {gpu: list(range(i, len(records), len(gpus))) for i, gpu in enumerate(gpus)}
-        workers = workers_per_gpu or default_workers_per_gpu(len(gpus))
-    gpu_envs = {gpu: {**env, "CUDA_VISIBLE_DEVICES": gpu} if device == "cuda" else env for gpu in shards}
+    gpu_envs, workers = _pool_envs(device, cache_dir, workers_per_gpu)
+    shards = {gpu: list(range(i, len(records), len(gpu_envs))) for i, gpu in enumerate(gpu_envs)}
     if reuse_pools:
         # a process given other GPUs (a reused Ray worker) stops the pools it kept for the old ones (its lane's)
         keep = {_pool_key(workers, timeout_s, memory_mb, e, lane) for e in gpu_envs.values()}

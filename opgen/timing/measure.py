@@ -48,6 +48,19 @@ def plan_of(payload: dict) -> TrialPlan:
                      mode=payload.get("trial_mode", "adaptive"))
 
 
+def set_up_worker() -> None:
+    """A timing worker's set-up before its first task (`WARM_UP_ENV`): torch, the compile stack, and on a GPU Triton
+    and the CUDA context. No kernel runs: a worker warming up beside a timed trial does not disturb it."""
+    import torch
+    import torch._dynamo  # noqa: F401 - imported for its one-time cost
+    import torch._inductor.compile_fx  # noqa: F401
+
+    if torch.cuda.is_available():
+        import triton  # noqa: F401
+
+        torch.cuda.init()
+
+
 def measure_task(payload: dict) -> dict:
     """Time one task (see `_measure_task`). On CUDA, a task timed again after it ran out of GPU memory beside other
     workers' tasks (`memory_wait`) first waits for the memory it needs to come free (opgen/sandbox/gpu_memory.py)."""
