@@ -110,7 +110,7 @@ def test_a_resumed_build_repairs_rows_timed_before_the_guard_knew_them(monkeypat
             _row(1.1, eager_device_us=300.0, id="rnn", sample_index=1, timing_device="cuda")]
     build, folder = _finished_shard(tmp_path, rows, [True, True], BuildConfig(n=2, seed=0, device="cuda"))
     try:
-        build._recheck_timed_rows()
+        _repair_now(build)
         assert calls == [(["rnn"], True)]
         fresh = RunDir(tmp_path)
         timed = fresh.rows(folder, "timed")
@@ -119,7 +119,7 @@ def test_a_resumed_build_repairs_rows_timed_before_the_guard_knew_them(monkeypat
         marker = json.loads((folder / "timing.done").read_text())
         assert marker["gpu_s"] == 1.5 and marker["funnel"]
         build.rundir = fresh
-        build._recheck_timed_rows()
+        _repair_now(build)
         assert len(calls) == 1
     finally:
         build.executor.close()
@@ -189,7 +189,7 @@ def test_a_resumed_build_times_again_the_rows_its_timing_harness_failed(monkeypa
     config = BuildConfig(n=3, seed=0, device="cpu", cpu_timing=True, runtime_window_ms=(1.0, 100.0))
     build, folder = _finished_shard(tmp_path, rows, [True, False, False], config)
     try:
-        build._recheck_timed_rows()
+        _repair_now(build)
         assert calls == [(["lost"], False)]
         fresh = RunDir(tmp_path)
         timed = fresh.rows(folder, "timed")
@@ -198,15 +198,21 @@ def test_a_resumed_build_times_again_the_rows_its_timing_harness_failed(monkeypa
                                                 "closed file)")
         assert [v["keep"] for v in fresh.rows(folder, "timing")] == [True, True, False]
         build.rundir = fresh
-        build._recheck_timed_rows()
+        _repair_now(build)
         assert len(calls) == 1
     finally:
         build.executor.close()
 
 
+def _repair_now(build) -> None:
+    """Plan the resumed build's repairs and make them, before anything else."""
+    build._plan_rechecks()
+    build._drain(lambda: True)
+
+
 def _finished_shard(tmp_path, rows: list[dict], kept: list[bool], config):
     """A build (its run folder `tmp_path`, `config`) whose shard 4 was timed into `rows` and judged `kept`: the build
-    as `_recheck_timed_rows` finds it on resume, and the shard's folder."""
+    as a resumed build finds it, and the shard's folder."""
     from opgen.pipeline.build import Build
     from opgen.pipeline.executors import LocalExecutor
     from opgen.pipeline.rundir import RunDir

@@ -119,8 +119,8 @@ class Build:
         self.shard_timed_now = False                            # a timing job of this call has come back
         self.rechecks: dict[int, tuple[dict, dict]] = {}        # shard -> (payload, marker): repairs not yet sent
         self.recheck_markers: dict[int, dict] = {}              # shard -> its timing marker: repairs under way
-        self.rechecking: set[int] = set()                       # shards whose repair is unsent or under way
         self.recheck_tally: Counter = Counter()                 # shards, rows changed, harness failures repaired
+        self.recheck_started = 0.0                              # perf_counter when the repairs were sent
 
     # the loop ------------------------------------------------------------------------------------------------
     def run(self) -> BuildResult:
@@ -231,15 +231,14 @@ class Build:
                     {"records": rows, "options": self.config.timing_options(), "recheck_only": True,
                      "timeout_s": self._timing_timeout_s(), "window_ms": list(self.config.runtime_window_ms),
                      "workers_per_gpu": self.timing_job_workers}, marker)
-        self.rechecking = set(self.rechecks)
         if self.rechecks:
             log.info("timing guard over earlier shards: %d shard(s) hold rows to time again, after this call's first "
                      "timed shard", len(self.rechecks))
 
-    def _recheck_timed_rows(self) -> None:
-        """Plan the repairs and make them now, before anything else."""
-        self._plan_rechecks()
-        self._drain(lambda: True)
+    @property
+    def rechecking(self) -> set[int]:
+        """Shards whose repair is not in yet: unsent or under way."""
+        return set(self.rechecks) | set(self.recheck_markers)
 
     def _send_rechecks(self) -> None:
         """Send the planned repairs to the timing lanes once a timing job of this call has come back, or when no
@@ -247,7 +246,7 @@ class Build:
         if not self.rechecks or not (self.shard_timed_now or all(stage != EXECUTE.name
                                                                  for stage, _, _ in self.pending.values())):
             return
-        self.recheck_tally["started"] = time.perf_counter()
+        self.recheck_started = time.perf_counter()
         for shard, (payload, marker) in sorted(self.rechecks.items()):
             self.pending[self.executor.submit(self.timing, payload)] = (RECHECK, -1, shard)
             self.recheck_markers[shard] = marker
@@ -255,7 +254,6 @@ class Build:
 
     def _on_recheck(self, shard: int, result: dict) -> None:
         marker = self.recheck_markers.pop(shard)
-        self.rechecking.discard(shard)
         if result.get("stopped"):   # the build is ending: a later call repairs the shard
             return
         folder = self.rundir.shard_dir(shard)
@@ -269,14 +267,12 @@ class Build:
         self.survivor_counts.pop(shard, None)
         for state in self.rounds:   # a round finished before: its survivors as the repair leaves them
             if shard in state.shards and state.complete:
-                survivors = [r for s in state.shards if s in state.timed for r in self._shard_survivors(state, s)]
-                self.rundir.write_rows(self.rundir.round_dir(state.index), "survivors", survivors)
-                self.rundir.mark(self.rundir.round_dir(state.index), "round", {"survivors": len(survivors)})
+                self._close_round(state)
         self.recheck_tally["shards"] += 1
         if not self.rechecking:
             log.info("timing guard over earlier shards: %d shard(s) held suspect rows or %d the harness failed, %d "
                      "row(s) got a new median, %.1f s", self.recheck_tally["shards"], self.recheck_tally["failed"],
-                     self.recheck_tally["rows"], time.perf_counter() - self.recheck_tally["started"])
+                     self.recheck_tally["rows"], time.perf_counter() - self.recheck_started)
         self._count_published()
 
     def _save_state_now_and_then(self) -> None:
@@ -630,6 +626,10 @@ class Build:
         folder = self.rundir.round_dir(state.index)
         if self.rundir.done(folder, "round") is not None:
             return self.rundir.rows(folder, "survivors")
+        return self._gathered_survivors(state)
+
+    def _gathered_survivors(self, state: RoundState) -> list[dict]:
+        """The survivors of the round's finished shards, read from the shards themselves."""
         done = state.timed if self.timed else state.executed
         return [r for shard in state.shards if shard in done for r in self._shard_survivors(state, shard)]
 
@@ -637,11 +637,15 @@ class Build:
         if state.complete or not self._executed(state) or (self.timed and state.timed < set(state.shards)) \
                 or self.rechecking.intersection(state.shards):
             return
+        self._close_round(state)
+        state.complete = True
+
+    def _close_round(self, state: RoundState) -> None:
+        """Write the round's survivors, gathered from its shards, and its marker."""
         folder = self.rundir.round_dir(state.index)
-        survivors = self._survivors(state)
+        survivors = self._gathered_survivors(state)
         self.rundir.write_rows(folder, "survivors", survivors)
         self.rundir.mark(folder, "round", {"survivors": len(survivors)})
-        state.complete = True
 
     def _published(self) -> int:
         """Tasks that will be published: survivors so far, capped per source by its quota."""
