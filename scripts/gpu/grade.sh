@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The grader on a CUDA machine, run from the repository root, in under 8 minutes:
-#   1. the GPU cases of the hack corpus, `pytest -m gpu tests/test_grade_gpu.py`: work left on a side stream (before
+#   1. the GPU cases of the hack corpus, `pytest -m gpu tests/test_grade_gpu.py` (PYTEST_FILES: others beside it, the
+#      agent's CUDA extension in tests/test_agent_gpu.py): work left on a side stream (before
 #      and after the timed calls), a patched CUDA event timer (static scan, and the run-time guard alone), and the
 #      CPU corpus again on the device;
 #   2. the reference solution (the task's own code as ModelNew) of N tasks of DATASET, drawn at random, graded as a
@@ -19,6 +20,7 @@
 set -u
 export PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore HF_HUB_OFFLINE=1
 OUT=${OUT:-/tmp/opgen-grade}; N=${N:-100}; WORKERS=${WORKERS:-12}; STEPS=${STEPS:-pytest reference}; PYTEST_S=${PYTEST_S:-200}
+PYTEST_FILES=${PYTEST_FILES:-tests/test_grade_gpu.py}
 DEADLINE=${DEADLINE:-460}; WORK=${WORK:-/tmp/opgen-grade-work}
 export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-/tmp/opgen-inductor-grade}
 mkdir -p "$OUT" "$WORK"
@@ -48,7 +50,8 @@ for step in $STEPS; do
   case $step in
     pytest)
       if python3 -c "import pytest" 2> /dev/null; then
-        timeout "$(( $(left) < PYTEST_S ? $(left) : PYTEST_S ))" python3 -m pytest -q -m gpu tests/test_grade_gpu.py \
+        # shellcheck disable=SC2086
+        timeout "$(( $(left) < PYTEST_S ? $(left) : PYTEST_S ))" python3 -m pytest -q -m gpu $PYTEST_FILES \
           -p no:cacheprovider -ra \
           > "$OUT/pytest_gpu.txt" 2>&1
         say "pytest rc=$? ($(tail -n 1 "$OUT/pytest_gpu.txt"))"
