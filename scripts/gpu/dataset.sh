@@ -11,6 +11,8 @@
 #     idle time): start it if none runs here (restoring the carried state), wait up to WAIT_S seconds, copy its latest
 #     whole state into $OUT. No machine start-up or first task paid again per call.
 #       OUT=$OUT MODE=hold WAIT_S=560 bash scripts/gpu/dataset.sh
+#     Beside it, scripts/gpu/memory_sampler.py samples the sandbox workers' host and GPU memory every 5 s: each
+#     call brings the samples back as $OUT/memory.jsonl.gz.
 #   MODE=stop: end the background build (SIGTERM: it saves its state on the way out) and copy the state.
 #   MODE=restart: end it the same way and start it again here (with this call's BUILD_FLAGS), resuming from its run
 #     folder; then as MODE=hold. Two splits of the cores compared on one machine, one after the other.
@@ -108,6 +110,8 @@ case "$MODE" in
       setsid nohup bash -c "python3 -m opgen build $(build_args "$HOLD/$NAME.state") > '$HOLD/build.log' 2>&1;
                             echo \$? > '$HOLD/exit'" > /dev/null 2>&1 &
       echo $! > "$HOLD/pid"
+      pkill -f "scripts/gpu/memory_sampler.py $HOLD/" ; rm -f "$HOLD/memory.jsonl"
+      setsid nohup python3 scripts/gpu/memory_sampler.py "$HOLD/memory.jsonl" > /dev/null 2>&1 &
     fi
     [ "$MODE" = stop ] && WAIT_S=0
     deadline=$((SECONDS + WAIT_S))
@@ -116,6 +120,8 @@ case "$MODE" in
     cp "$HOLD/build.log" "$OUT/build.log"; cp "$RUN/logs/build.log" "$OUT/run.log" 2>/dev/null
     copy_state "$HOLD/$NAME.state"
     status=$(cat "$HOLD/exit" 2>/dev/null || echo running)
+    [ "$status" != running ] && pkill -f "scripts/gpu/memory_sampler.py $HOLD/"
+    [ -f "$HOLD/memory.jsonl" ] && gzip -c "$HOLD/memory.jsonl" > "$OUT/memory.jsonl.gz"
     echo "build: $status"
     [ "$status" != running ] && publish_if_complete "$status"
     ;;
