@@ -151,3 +151,12 @@ def garbles_the_channel(payload: dict) -> dict:
 def imported(payload: dict) -> dict:
     """Which of `payload["modules"]` this worker had imported before the task began."""
     return {name: name in sys.modules for name in payload["modules"]}
+
+
+_KEPT: list[bytes] = []
+
+
+def keep_memory(payload: dict) -> dict:
+    """Keep `mb` MB of touched memory in the worker after the task (until the worker ends)."""
+    _KEPT.append(b"k" * (int(payload["mb"]) * 2**20))
+    return {"pid": os.getpid()}
