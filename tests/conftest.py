@@ -52,6 +52,21 @@ def side_by_side(lane: Callable[[int], None], lanes: tuple[int, ...] = (0, 1), t
         thread.join(timeout=timeout)
 
 
+# Where a GPU test writes the figures it measured (one JSON line each) for the benchmark report, when set:
+# scripts/gpu/grade.sh sets it to $OUT/figures.jsonl.
+FIGURES_ENV = "OPGEN_TEST_FIGURES"
+FIGURE_KEYS = ("reason", "reward", "solution_ms", "eager_ms", "compile_ms", "speedup_eager", "speedup_compile",
+               "trials", "hardware", "worker_s", "compiled")
+
+
+def record_figures(test: str, grade: dict) -> None:
+    """Append a grade's figures, named by `test`, to the file FIGURES_ENV names (nothing when it is unset)."""
+    path = os.environ.get(FIGURES_ENV)
+    if path:
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(json.dumps({"test": test, **{key: grade.get(key) for key in FIGURE_KEYS}}) + "\n")
+
+
 @pytest.fixture(scope="session")
 def kernel_builds(tmp_path_factory) -> Path:
     """One folder of extension builds for the session, the tests' shared C++ extension (tests/kernel_solutions.py)

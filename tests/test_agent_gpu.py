@@ -13,6 +13,7 @@ import opgen
 from opgen.agent.folder import main as folder_main
 from opgen.cli import main
 from opgen.grading.run import GradeOptions, grade_task
+from tests.conftest import record_figures
 from tests.test_grade import TASKS
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
@@ -80,6 +81,7 @@ def test_a_cuda_extension_compiles_on_a_cpu_worker_and_passes_the_rule(tmp_path)
                          extensions_dir=str(tmp_path))
     assert result["reason"] == "ok" and result["speedup_eager"] > 0 and result["reward"] >= 1.0, result
     assert result["compiled"]["extensions"][0]["name"] == "opgen_gpu_test_kernels"
+    record_figures("cuda extension, graded with the kernels-only rule", result)
     [library] = tmp_path.rglob("opgen_gpu_test_kernels*.so")
     built_at = library.stat().st_mtime_ns
     again = opgen.grade(solution_code=CUDA_SOLUTION, task=GPU_MATMUL, device="cuda", kernels_only=True, timing=False,
@@ -106,3 +108,4 @@ def test_the_work_folder_profiles_the_solutions_own_kernel(tmp_path, capsys, mon
     kernels = [row["name"] for row in grade["breakdown"]["solution"]["rows"]]
     assert any("matmul_relu_kernel" in name for name in kernels), kernels
     assert grade["compile_ms"] is not None and "CUDA events" in grade["timing_method"]
+    record_figures("cuda extension, the work folder's profile", grade)

@@ -10,6 +10,7 @@ import torch
 import opgen
 from opgen.grading.run import GradeOptions, grade_task
 from opgen.grading.tasks import reference_solution
+from tests.conftest import record_figures
 from tests.test_grade import CORPUS, TASKS, corpus
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
@@ -29,6 +30,7 @@ def test_corpus_on_the_gpu(path, head):
     assert result["reason"] == head["expect"], result
     if result["correct"]:   # timed with CUDA events against eager and torch.compile
         assert result["speedup_eager"] > 0 and result["speedup_compile"] > 0 and "CUDA events" in result["timing_method"]
+        record_figures(f"corpus {path.stem}", result)
 
 
 PATCHED_EVENT_TIMER = """
@@ -48,6 +50,7 @@ def test_the_reference_itself_passes_with_its_speedups():
     code = (TASKS / "gpu_matmul.py").read_text()
     result = opgen.grade(solution_code=reference_solution(code), task_code=code, device="cuda")
     assert result["reason"] == "ok" and result["speedup_eager"] > 0 and result["speedup_compile"] > 0, result
+    record_figures("the reference of gpu_matmul", result)
 
 
 def test_patched_cuda_timer_caught_by_the_guard_alone():

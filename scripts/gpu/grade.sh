@@ -13,7 +13,8 @@
 # Packages the image lacks travel as wheels in .whl/ (scripts/gpu/env.sh): pytest's for step 1, datasets' for a folder.
 #   3. (STEPS=throughput) solutions graded per minute per GPU (scripts/bench/grading_throughput.py): 8 solutions for
 #      each of 25 tasks of DATASET with the reference's timing reused, then 4 tasks x 2 without.
-# Figures into $OUT: grade_summary.txt and .json, grades.jsonl, pytest_gpu.txt, throughput.jsonl, machine.txt.
+# Figures into $OUT: grade_summary.txt and .json, grades.jsonl, pytest_gpu.txt (and figures.jsonl: what the GPU tests
+# measured, tests/conftest.py), throughput.jsonl, machine.txt.
 #   OUT=$OUT [DATASET=...] [N=100] [WORKERS=12] [STEPS="pytest reference throughput"] bash scripts/gpu/grade.sh
 # Each step stops at its own limit (PYTEST_S, then the rest of DEADLINE seconds); a reference run cut short is
 # summarised over the tasks it graded.
@@ -51,7 +52,8 @@ for step in $STEPS; do
     pytest)
       if python3 -c "import pytest" 2> /dev/null; then
         # shellcheck disable=SC2086
-        timeout "$(( $(left) < PYTEST_S ? $(left) : PYTEST_S ))" python3 -m pytest -q -m gpu $PYTEST_FILES \
+        OPGEN_TEST_FIGURES="$OUT/figures.jsonl" timeout "$(( $(left) < PYTEST_S ? $(left) : PYTEST_S ))" \
+          python3 -m pytest -q -m gpu $PYTEST_FILES \
           -p no:cacheprovider -ra \
           > "$OUT/pytest_gpu.txt" 2>&1
         say "pytest rc=$? ($(tail -n 1 "$OUT/pytest_gpu.txt"))"
