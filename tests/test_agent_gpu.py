@@ -1,6 +1,7 @@
 """The agent's environment on a CUDA device: a CUDA extension (`load_inline` with CUDA sources) compiled on a CPU worker
-that sees no GPU, loaded by the grading worker without building again, passing the kernels-only rule; torch.compile
-in the forward breaking it at run time; a work folder's profile naming the solution's own kernel."""
+that sees no GPU, loaded by the grading worker without building again, passing the kernels-only rule, as a Triton
+kernel does; torch.compile in the forward breaking it at run time; a work folder's profile naming the solution's own
+kernel."""
 
 from __future__ import annotations
 
@@ -76,6 +77,40 @@ class ModelNew(nn.Module):
 '''
 
 
+TRITON_SOLUTION = r'''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def matmul_relu_kernel(a, b, c, n, m, k, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for start in range(0, k, BLOCK_K):
+        inner = start + tl.arange(0, BLOCK_K)
+        tile_a = tl.load(a + rows[:, None] * k + inner[None, :], mask=(rows[:, None] < n) & (inner[None, :] < k),
+                         other=0.0)
+        tile_b = tl.load(b + inner[:, None] * m + cols[None, :], mask=(inner[:, None] < k) & (cols[None, :] < m),
+                         other=0.0)
+        acc += tl.dot(tile_a, tile_b, input_precision="ieee")
+    tl.store(c + rows[:, None] * m + cols[None, :], tl.maximum(acc, 0.0), mask=(rows[:, None] < n) & (cols[None, :] < m))
+
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        a, b = a.contiguous(), b.contiguous()
+        n, k = a.shape
+        m = b.shape[1]
+        out = torch.empty(n, m, device=a.device, dtype=a.dtype)
+        grid = (triton.cdiv(n, 64), triton.cdiv(m, 64))
+        matmul_relu_kernel[grid](a, b, out, n, m, k, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32)
+        return out
+'''
+
+
 def test_a_cuda_extension_compiles_on_a_cpu_worker_and_passes_the_rule(tmp_path):
     result = opgen.grade(solution_code=CUDA_SOLUTION, task=GPU_MATMUL, device="cuda", kernels_only=True,
                          extensions_dir=str(tmp_path))
@@ -87,6 +122,12 @@ def test_a_cuda_extension_compiles_on_a_cpu_worker_and_passes_the_rule(tmp_path)
     again = opgen.grade(solution_code=CUDA_SOLUTION, task=GPU_MATMUL, device="cuda", kernels_only=True, timing=False,
                         extensions_dir=str(tmp_path))
     assert again["reason"] == "ok" and library.stat().st_mtime_ns == built_at   # loaded, not built again
+
+
+def test_a_triton_kernel_passes_the_rule():
+    result = opgen.grade(solution_code=TRITON_SOLUTION, task=GPU_MATMUL, device="cuda", kernels_only=True)
+    assert result["reason"] == "ok" and result["speedup_eager"] > 0 and result["reward"] >= 1.0, result
+    record_figures("triton kernel, graded with the kernels-only rule", result)
 
 
 def test_torch_compile_in_the_forward_breaks_the_rule_at_run_time():
