@@ -89,8 +89,8 @@ def matmul_relu_kernel(a, b, c, n, m, k, BLOCK_M: tl.constexpr, BLOCK_N: tl.cons
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for start in range(0, k, BLOCK_K):
-        inner = start + tl.arange(0, BLOCK_K)
+    for step in range(0, tl.cdiv(k, BLOCK_K)):
+        inner = step * BLOCK_K + tl.arange(0, BLOCK_K)
         tile_a = tl.load(a + rows[:, None] * k + inner[None, :], mask=(rows[:, None] < n) & (inner[None, :] < k),
                          other=0.0)
         tile_b = tl.load(b + inner[:, None] * m + cols[None, :], mask=(inner[:, None] < k) & (cols[None, :] < m),
