@@ -9,6 +9,7 @@ from filters.base import Funnel, Verdict
 from filters.execute import STAGE_NAMES
 from filters.static import STATIC_FILTERS, static_verdicts
 from opgen.sandbox.faults import ErrorRun
+from opgen.sandbox.gpu_memory import need_shown_by_failure
 from opgen.sandbox.gpus import gpu_slot_envs
 from opgen.sandbox.pool import KeptPools, SandboxPool, SandboxResult, out_of_memory, over_memory_limit
 
@@ -118,7 +119,7 @@ def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int =
             # first 1,018 candidates of the 6,000-task build.
             for _ in range(2):
                 short = [i for i, result in enumerate(results) if _short_of_gpu_memory(result)]
-                again = [{**payloads[i], "memory_wait": True} for i in short]
+                again = [_retry_payload(payloads[i], results[i]) for i in short]
                 for index, result in zip(short, pool.run_many(CHECK_FUNCTION, again, stop=stop)):
                     results[index], retried[index] = result, "kept worker"
     else:
@@ -133,7 +134,8 @@ def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int =
         # without kept workers, short of GPU memory beside others) is judged again alone in a fresh worker, so its
         # verdict is about the task, not about its predecessors.
         with SandboxPool(1, timeout_s, memory_mb, max_tasks_per_worker=1) as pool:
-            again = [{**payloads[i], "memory_wait": _short_of_gpu_memory(results[i])} for i in crowded]
+            again = [_retry_payload(payloads[i], results[i]) if _short_of_gpu_memory(results[i]) else payloads[i]
+                     for i in crowded]
             for index, result in zip(crowded, pool.run_many(CHECK_FUNCTION, again)):
                 results[index], retried[index] = result, "fresh worker"
     lines = []
@@ -146,6 +148,16 @@ def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int =
         lines.append(verdict.line(record))
     (faults if faults is not None else ErrorRun()).check(lines, records)
     return lines
+
+
+def _retry_payload(payload: dict, failed: SandboxResult) -> dict:
+    """The payload of a task tried again after it ran short of GPU memory: it first waits for the memory its failed
+    try showed it needs (the checks' peak and the allocation that failed), else for the estimate from its bytes moved
+    (opgen/sandbox/gpu_memory.py)."""
+    value = failed.value if isinstance(failed.value, dict) else {}
+    metrics = value.get("metrics") if isinstance(value.get("metrics"), dict) else {}
+    shown = need_shown_by_failure(metrics.get("gpu_peak_mb"), value.get("detail") or failed.detail)
+    return {**payload, "memory_wait": True, **({"memory_need_mb": round(shown)} if shown else {})}
 
 
 def _short_of_gpu_memory(result: SandboxResult) -> bool:

@@ -6,8 +6,17 @@ from __future__ import annotations
 
 import pytest
 
+from filters.validate import _retry_payload
 from opgen.sandbox import gpu_memory
-from opgen.sandbox.gpu_memory import estimated_need_mb, wait_before_retry, wait_for_free_memory
+from opgen.sandbox.gpu_memory import (
+    estimated_need_mb,
+    failed_allocation_mb,
+    need_shown_by_failure,
+    retry_need_mb,
+    wait_before_retry,
+    wait_for_free_memory,
+)
+from opgen.sandbox.pool import SandboxResult
 
 TOTAL_MB = 81_000
 
@@ -41,3 +50,37 @@ def test_the_wait_is_bounded_and_says_so():
 @pytest.mark.parametrize("payload", [{"bytes_moved": 2**30}, {"bytes_moved": 2**30, "memory_wait": False}])
 def test_a_first_try_never_waits_or_touches_the_device(payload):
     assert wait_before_retry(payload, default_timeout_s=120.0) == {}
+
+
+OOM = ("OutOfMemoryError: CUDA out of memory. Tried to allocate 2.87 GiB. GPU 0 has a total capacity of 79.18 GiB "
+       "of which 493.19 MiB is free.")
+
+
+def test_the_failed_allocation_is_read_from_the_error():
+    assert failed_allocation_mb(OOM) == pytest.approx(2.87 * 1024)
+    assert failed_allocation_mb("... Tried to allocate 792.00 MiB. GPU 0 ...") == 792.0
+    assert failed_allocation_mb("RuntimeError: shapes do not match") is None
+    assert failed_allocation_mb(None) is None
+
+
+def test_a_retry_waits_for_what_its_failed_try_showed_not_the_estimate():
+    shown = need_shown_by_failure(8_854, OOM)
+    assert shown == pytest.approx(gpu_memory.SHOWN_NEED_MARGIN * (8_854 + 2.87 * 1024))
+    assert need_shown_by_failure(None, "CUDA error: out of memory") is None   # nothing to go on
+    assert need_shown_by_failure(6_000, "CUDA error: out of memory") == gpu_memory.SHOWN_NEED_MARGIN * 6_000
+    # the build's case: an estimate of 42 GB from bytes moved, a try that held 8.9 GB and asked 2.9 GB more
+    moved = 42_336 / gpu_memory.NEED_PER_BYTE_MOVED * 2**20
+    assert retry_need_mb({"bytes_moved": moved}, TOTAL_MB) == pytest.approx(42_336)
+    assert retry_need_mb({"bytes_moved": moved, "memory_need_mb": round(shown)}, TOTAL_MB) == round(shown)
+    assert retry_need_mb({"memory_need_mb": 10}, TOTAL_MB) == gpu_memory.NEED_FLOOR_MB
+    assert retry_need_mb({"memory_need_mb": 10**7}, TOTAL_MB) == TOTAL_MB
+
+
+def test_the_execute_retry_carries_the_need_its_failed_try_showed():
+    payload = {"code": "...", "bytes_moved": 2**34}
+    failed = SandboxResult("ok", {"reason": "exec_error", "detail": OOM, "metrics": {"gpu_peak_mb": 8_854}}, "")
+    again = _retry_payload(payload, failed)
+    assert again["memory_wait"] is True and again["memory_need_mb"] == round(need_shown_by_failure(8_854, OOM))
+    assert again["bytes_moved"] == payload["bytes_moved"] and "memory_need_mb" not in payload
+    blind = _retry_payload(payload, SandboxResult("error", None, "CUDA error: out of memory"))
+    assert blind["memory_wait"] is True and "memory_need_mb" not in blind   # the estimate, as before

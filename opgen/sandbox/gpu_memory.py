@@ -3,6 +3,7 @@ the memory it is expected to need free (bounded), so that its retry does not mee
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 
@@ -13,6 +14,14 @@ NEED_PER_BYTE_MOVED = 4
 NEED_FLOOR_MB = 512
 # A task without an estimate (a hand-written candidate, a KernelBench problem) waits for this share of the GPU.
 UNKNOWN_NEED_SHARE = 1 / 8
+# A retry whose failed try says what it held waits for that instead: the checks' peak (`gpu_peak_mb`) plus the
+# allocation that failed, times this margin. The estimate from bytes moved overshoots where a chain's large
+# intermediates are never live at once: in the 6,000-task build's runs 5-6 (one H100, 512 candidates), 8 retries
+# asked 42-125 GB by it, each waited its whole bound (30-39 s) for memory that never came free, then ran anyway,
+# and their checks peaked at 8.5-17.7 GB; those 8 waits were 45% of the retries' 571 s of waiting.
+SHOWN_NEED_MARGIN = 1.25
+_FAILED_ALLOCATION = re.compile(r"Tried to allocate ([0-9.]+) (GiB|MiB|KiB|bytes|B)\b")
+_MB_PER_UNIT = {"GiB": 1024.0, "MiB": 1.0, "KiB": 1 / 1024, "bytes": 1 / 2**20, "B": 1 / 2**20}
 # A retry waits at most this share of its sandbox time limit (and never over a minute), then runs anyway, so waiting
 # never becomes a timeout, nor holds a timing lane long.
 MAX_WAIT_SHARE = 0.25
@@ -28,6 +37,30 @@ def estimated_need_mb(bytes_moved: float | None, total_mb: float) -> float:
     return min(total_mb, max(NEED_FLOOR_MB, NEED_PER_BYTE_MOVED * bytes_moved / 2**20))
 
 
+def failed_allocation_mb(detail: str | None) -> float | None:
+    """The size of the allocation an out-of-memory error names ("Tried to allocate 2.87 GiB"), in MB."""
+    found = _FAILED_ALLOCATION.search(detail or "")
+    return float(found.group(1)) * _MB_PER_UNIT[found.group(2)] if found else None
+
+
+def need_shown_by_failure(peak_mb: float | None, detail: str | None) -> float | None:
+    """What a try that ran out of GPU memory showed it needs: SHOWN_NEED_MARGIN times the peak it held plus the
+    allocation that failed; None when its result says neither."""
+    allocation = failed_allocation_mb(detail)
+    if allocation is None and not peak_mb:
+        return None
+    return SHOWN_NEED_MARGIN * ((peak_mb or 0.0) + (allocation or 0.0))
+
+
+def retry_need_mb(payload: dict, total_mb: float) -> float:
+    """The memory a retry waits for: what its failed try showed (`memory_need_mb`), else the estimate from its bytes
+    moved; at least NEED_FLOOR_MB, never more than the GPU."""
+    shown = payload.get("memory_need_mb")
+    if not shown:
+        return estimated_need_mb(payload.get("bytes_moved"), total_mb)
+    return min(total_mb, max(NEED_FLOOR_MB, float(shown)))
+
+
 def wait_for_free_memory(need_mb: float, max_wait_s: float, free_mb: Callable[[], float],
                          sleep: Callable[[float], None] = time.sleep) -> dict:
     """Poll `free_mb()` until it reaches `need_mb` or `max_wait_s` has passed. The figures a verdict line keeps:
@@ -41,8 +74,9 @@ def wait_for_free_memory(need_mb: float, max_wait_s: float, free_mb: Callable[[]
 
 
 def wait_before_retry(payload: dict, default_timeout_s: float) -> dict:
-    """In a worker, on CUDA: wait for the memory a retried task (`payload["memory_wait"]`) needs, from its
-    `bytes_moved` and bounded by its `timeout_s`; {} for a first try, or when the device cannot say."""
+    """In a worker, on CUDA: wait for the memory a retried task (`payload["memory_wait"]`) needs, bounded by its
+    `timeout_s`: what its failed try showed (`memory_need_mb`, from `need_shown_by_failure`), else the estimate from
+    its `bytes_moved`; {} for a first try, or when the device cannot say."""
     if not payload.get("memory_wait"):
         return {}
     import torch
@@ -52,6 +86,6 @@ def wait_before_retry(payload: dict, default_timeout_s: float) -> dict:
         total_mb = torch.cuda.mem_get_info()[1] / 2**20
     except Exception:  # noqa: BLE001 - a broken context: the task's own run will say so
         return {}
-    need = estimated_need_mb(payload.get("bytes_moved"), total_mb)
+    need = retry_need_mb(payload, total_mb)
     max_wait = min(MAX_WAIT_S, MAX_WAIT_SHARE * float(payload.get("timeout_s") or default_timeout_s))
     return wait_for_free_memory(need, max_wait, lambda: torch.cuda.mem_get_info()[0] / 2**20)

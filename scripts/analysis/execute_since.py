@@ -1,0 +1,69 @@
+"""Where the execute workers' seconds went in the shards one run folder executed beyond another's: the same build's
+state previewed before and after some of its runs (scripts/analysis/state_preview.py), so the runs between them are
+measured apart from the ones before. Prints, for each folder's own shards and for the new ones: candidates, worker
+seconds a candidate and by check, the shares spent waiting for the GPU's lock and for free GPU memory, the GPU-memory
+retries and the retries that waited their whole bound.
+
+    python scripts/analysis/execute_since.py OLD/run NEW/run [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from opgen.analysis.run_profile import execute_profile  # noqa: E402
+from opgen.pipeline.rundir import RunDir  # noqa: E402
+
+
+def executed_shards(run: Path) -> set[str]:
+    return {marker.parent.name for marker in run.glob("shards/*/execute.done")}
+
+
+def memory_waits(run: Path, shards: set[str]) -> dict:
+    """Seconds the shards' candidates waited for free GPU memory before a retry, and the retries that waited out."""
+    lines = [json.loads(line) for shard in sorted(shards)
+             for line in (run / "shards" / shard / "execute.jsonl").read_text().splitlines() if line.strip()]
+    return {"memory_wait_s": round(sum(line.get("memory_wait_s") or 0.0 for line in lines), 1),
+            "waited_out": sum(1 for line in lines if line.get("memory_waited_out")),
+            "worker_s": round(sum(line.get("worker_s") or 0.0 for line in lines), 1)}
+
+
+def figures(run: Path, shards: set[str]) -> dict:
+    profile = execute_profile(RunDir(run), skip=executed_shards(run) - shards)
+    checks = dict(sorted(profile["check_s_per_candidate_seen"].items(), key=lambda item: -item[1]))
+    waits = memory_waits(run, shards)
+    return {"shards": len(shards), "candidates": profile["candidates"], "worker_s_mean": profile["worker_s_mean"],
+            "check_s_per_candidate": checks, "lock_wait_share": profile["lock_wait_share"],
+            "memory_wait_share": round(waits["memory_wait_s"] / waits["worker_s"], 4) if waits["worker_s"] else None,
+            "cpu_share": profile["cpu_share"], "memory_retry": profile["memory_retry"], **waits}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("old", type=Path, help="the run folder of the earlier preview")
+    parser.add_argument("new", type=Path, help="the run folder of the later preview of the same build")
+    parser.add_argument("--json", action="store_true", help="one JSON document")
+    args = parser.parse_args(argv)
+    old_shards, new_shards = executed_shards(args.old), executed_shards(args.new)
+    if not new_shards >= old_shards:
+        print(f"{args.new} lacks shards {args.old} executed: not a later preview of the same build", file=sys.stderr)
+        return 2
+    report = {"before": figures(args.old, old_shards), "since": figures(args.new, new_shards - old_shards)}
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return 0
+    for name, part in report.items():
+        print(f"{name}: {part['candidates']} candidates in {part['shards']} shards, {part['worker_s_mean']} worker-s "
+              f"a candidate; lock wait {part['lock_wait_share']}, memory wait {part['memory_wait_share']}, CPU "
+              f"{part['cpu_share']}; retries {part['memory_retry']}, {part['waited_out']} waited out")
+        print("  seconds a candidate by check: " + ", ".join(f"{k} {v}" for k, v in part["check_s_per_candidate"].items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,46 @@
+"""scripts/analysis/execute_since.py: the execute workers' seconds in the shards a later preview of a build executed
+beyond an earlier one, apart from the shards before."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "analysis"))
+from execute_since import main  # noqa: E402
+
+
+def _shard(run: Path, name: str, rows: list[dict], compile_s: float) -> None:
+    """A shard whose execute stage finished: its verdict lines and its marker with the compile check's seconds."""
+    folder = run / "shards" / name
+    folder.mkdir(parents=True)
+    folder.joinpath("execute.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    stages = {"compile": {"seen": len(rows), "kept": len(rows), "rejected": {}, "seconds": compile_s * len(rows)}}
+    folder.joinpath("execute.done").write_text(json.dumps({"funnel": {"stages": stages}}))
+
+
+def _row(name: str, seconds: float, wait: float = 0.0, **extra) -> dict:
+    return {"id": name, "keep": True, "worker_s": seconds, "worker_lock_wait_s": seconds / 4, "memory_wait_s": wait,
+            **extra}
+
+
+def test_the_new_shards_are_measured_apart_from_the_old(tmp_path, capsys):
+    old, new = tmp_path / "old" / "run", tmp_path / "new" / "run"
+    for run in (old, new):
+        _shard(run, "00000", [_row("a", 8.0), _row("b", 8.0)], compile_s=3.0)
+    _shard(new, "00001", [_row("c", 12.0, wait=6.0, memory_retry="kept worker", memory_waited_out=True),
+                          _row("d", 10.0)], compile_s=5.0)
+    assert main([str(old), str(new), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    before, since = report["before"], report["since"]
+    assert (before["candidates"], since["candidates"]) == (2, 2)
+    assert before["worker_s_mean"] == 8.0 and since["worker_s_mean"] == 11.0
+    assert before["check_s_per_candidate"] == {"compile": 3.0} and since["check_s_per_candidate"] == {"compile": 5.0}
+    assert since["memory_wait_s"] == 6.0 and since["memory_wait_share"] == round(6 / 22, 4)
+    assert since["waited_out"] == 1 and since["memory_retry"] == {"kept worker": 1}
+    assert before["lock_wait_share"] == since["lock_wait_share"] == 0.25
+
+    # a later preview must hold every shard the earlier one executed
+    assert main([str(new), str(old)]) == 2
+    assert "not a later preview" in capsys.readouterr().err
