@@ -55,7 +55,8 @@ copy_state() {  # $1: the state file; its latest whole save into $OUT (a save un
 
 publish_if_complete() {  # $1: the build's exit status
   # The published folder comes back as $NAME.tar.gz (split into $NAME.tar.gz.part-NN of 15 MiB past that size:
-  # cat $NAME.tar.gz.part-* | tar -xz), the run log, publish log, stats and machine facts as $NAME-build.tar.gz:
+  # cat $NAME.tar.gz.part-* | tar -xz), the run log, publish log, stats, memory samples and machine facts as
+  # $NAME-build.tar.gz:
   # a call returns at most 8 files of at most 16 MiB.
   if [ "$1" -eq 0 ] && [ -f "$RUN/tasks.parquet" ]; then
     local logs="/tmp/$NAME-build"
@@ -63,7 +64,7 @@ publish_if_complete() {  # $1: the build's exit status
     python3 -m opgen publish "$RUN" --repo-id "opgen/$NAME" --dry-run --out "/tmp/$NAME" > "$logs/publish.log" 2>&1
     local published=$?
     tail -n 5 "$logs/publish.log"
-    cp "$RUN/stats.json" "$logs/"; mv "$OUT/run.log" "$OUT/machine.txt" "$logs/" 2>/dev/null
+    cp "$RUN/stats.json" "$logs/"; mv "$OUT/run.log" "$OUT/machine.txt" "$OUT/memory.jsonl.gz" "$logs/" 2>/dev/null
     tar -czf "$OUT/$NAME-build.tar.gz" -C /tmp "$NAME-build"
     [ "$published" -eq 0 ] || { echo "publish failed: see publish.log in $NAME-build.tar.gz"; return 1; }
     tar -czf "$OUT/$NAME.tar.gz" -C /tmp "$NAME"
