@@ -133,9 +133,10 @@ def start_kept_pools(device: str, *, timeout_s: float, lanes: int, workers_per_g
     """Start the kept timing pools of `lanes` lanes now, as `time_records(reuse_pools=True)` would on its first call
     in each lane: their workers import and set up (`warm_up`) while the build's first shard is still being checked,
     so its timing does not wait for them. Without a visible GPU it starts none: the first timing meets that fault."""
-    if device == "cuda" and not visible_gpus():
+    try:
+        gpu_envs, workers = _pool_envs(device, cache_dir, workers_per_gpu)
+    except MachineFault:
         return
-    gpu_envs, workers = _pool_envs(device, cache_dir, workers_per_gpu)
     for lane in range(lanes):
         for env in gpu_envs.values():
             _pool(workers, timeout_s, memory_mb, env, True, lane)

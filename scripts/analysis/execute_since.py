@@ -24,19 +24,19 @@ def executed_shards(run: Path) -> set[str]:
     return {marker.parent.name for marker in run.glob("shards/*/execute.done")}
 
 
-def memory_waits(run: Path, shards: set[str]) -> dict:
+def memory_waits(run: RunDir, shards: set[str]) -> dict:
     """Seconds the shards' candidates waited for free GPU memory before a retry, and the retries that waited out."""
-    lines = [json.loads(line) for shard in sorted(shards)
-             for line in (run / "shards" / shard / "execute.jsonl").read_text().splitlines() if line.strip()]
+    lines = [line for shard in sorted(shards) for line in run.rows(run.root / "shards" / shard, "execute")]
     return {"memory_wait_s": round(sum(line.get("memory_wait_s") or 0.0 for line in lines), 1),
             "waited_out": sum(1 for line in lines if line.get("memory_waited_out")),
             "worker_s": round(sum(line.get("worker_s") or 0.0 for line in lines), 1)}
 
 
 def figures(run: Path, shards: set[str]) -> dict:
-    profile = execute_profile(RunDir(run), skip=executed_shards(run) - shards)
+    rundir = RunDir(run)   # one reader: its rows are read once for the profile and the waits
+    profile = execute_profile(rundir, skip=executed_shards(run) - shards)
     checks = dict(sorted(profile["check_s_per_candidate_seen"].items(), key=lambda item: -item[1]))
-    waits = memory_waits(run, shards)
+    waits = memory_waits(rundir, shards)
     return {"shards": len(shards), "candidates": profile["candidates"], "worker_s_mean": profile["worker_s_mean"],
             "check_s_per_candidate": checks, "lock_wait_share": profile["lock_wait_share"],
             "memory_wait_share": round(waits["memory_wait_s"] / waits["worker_s"], 4) if waits["worker_s"] else None,

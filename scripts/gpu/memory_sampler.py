@@ -14,12 +14,15 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import psutil
 
-WORKER_MODULE = "opgen.sandbox.worker"
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from opgen.sandbox.quiet import WORKER_MODULE  # noqa: E402
 
 
 def gpu_memory_by_pid() -> tuple[dict[int, int], int | None]:
