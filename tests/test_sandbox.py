@@ -199,9 +199,12 @@ def test_an_answer_written_by_task_code_on_the_workers_channel_is_refused():
     assert after.pid not in (forged.pid, garbled.pid)   # a worker whose channel was written in is not used again
 
 
-def test_a_worker_runs_its_pools_warm_up_before_its_first_task_and_survives_a_failing_one():
+def test_a_worker_runs_its_pools_warm_up_before_its_first_task_and_survives_a_failing_one(monkeypatch):
+    from opgen.sandbox.spawn import FORK_ENV
     from opgen.sandbox.worker import WARM_UP_ENV
     from opgen.timing.driver import WARM_UP_PATH
+
+    monkeypatch.setenv(FORK_ENV, "0")   # fresh interpreters: one forked from the zygote has the compile stack already
 
     compile_stack = {"modules": ["torch._inductor.compile_fx"]}
     warmed, cold, broken = ({WARM_UP_ENV: WARM_UP_PATH}, {}, {WARM_UP_ENV: "no_such_module_here:warm"})

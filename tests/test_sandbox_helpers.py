@@ -160,3 +160,20 @@ def keep_memory(payload: dict) -> dict:
     """Keep `mb` MB of touched memory in the worker after the task (until the worker ends)."""
     _KEPT.append(b"k" * (int(payload["mb"]) * 2**20))
     return {"pid": os.getpid()}
+
+
+def describe_process(payload: dict) -> dict:
+    """What a task can see of the process it runs in: its session, descriptors, arguments, threads and seeds."""
+    import random
+
+    import torch
+
+    descriptors = {}
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            descriptors[int(fd)] = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            pass
+    return {"pid": os.getpid(), "session": os.getsid(0), "group": os.getpgid(0), "argv0": sys.argv[0],
+            "cmdline": open("/proc/self/cmdline").read().split("\0"), "threads": torch.get_num_threads(),
+            "random": random.random(), "descriptors": descriptors, "env": os.environ.get(payload.get("env_key", ""))}

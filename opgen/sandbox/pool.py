@@ -1,7 +1,7 @@
 """A pool of persistent worker processes that run untrusted code with a wall-clock and a memory limit each.
 
-Each worker is a fresh interpreter (`python -m opgen.sandbox.worker`) in its own session, speaking JSON
-lines over private pipes. The parent enforces the limits: a task past its deadline, or whose worker tree
+Each worker is a fresh interpreter (`python -m opgen.sandbox.worker`, forked with torch already imported where no
+GPU is present: opgen/sandbox/spawn.py) in its own session, speaking JSON lines over private pipes. The parent enforces the limits: a task past its deadline, or whose worker tree
 grows past `memory_mb` of resident memory (polled with psutil; RLIMIT_AS breaks torch, which reserves
 huge address ranges), has its worker's process group killed; a worker that dies (segfault, `os._exit`)
 is replaced. Every payload gets exactly one `SandboxResult`, in input order.
@@ -31,6 +31,7 @@ from tqdm import tqdm
 from opgen.errors import MachineFault
 from opgen.sandbox.confine import CONFINE_ENV
 from opgen.sandbox.quiet import register_worker, unregister_worker
+from opgen.sandbox.spawn import start_worker
 from opgen.sandbox.worker import SYS_PATH_ENV
 
 POLL_S = 0.05
@@ -90,10 +91,7 @@ class _Worker:
         self.slot = slot  # which of the pool's worker environments it runs with
         self.log = tempfile.TemporaryFile(mode="a+b")  # append mode: the log can be truncated between tasks
         try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "opgen.sandbox.worker"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env, start_new_session=True,
-            )
+            self.proc = start_worker(env, self.log)
         except OSError as error:  # no process can be started here (process limit, memory): the machine's fault
             self.log.close()
             raise MachineFault(f"a sandbox worker cannot start: {error}") from None

@@ -160,4 +160,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--zygote"]:   # opgen/sandbox/zygote.py: returns only in a forked worker
+        from opgen.sandbox.zygote import serve
+
+        serve(int(sys.argv[2]))
     main()
