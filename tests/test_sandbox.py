@@ -79,6 +79,16 @@ def test_worker_frees_what_a_task_left_behind_before_the_next():
     assert after.value == {"alive": 0, "tracked": 1}
 
 
+def test_a_task_s_freed_host_memory_is_given_back_before_the_next_task():
+    """Freed blocks glibc keeps on its heap would count against the pool's resident limit in the next task."""
+    with _pool(workers=1, timeout_s=120.0, memory_mb=None) as pool:
+        [before] = pool.run_many(_fn("resident"), [{}])
+        [churned] = pool.run_many(_fn("churn_host_memory"), [{"rounds": 3, "mb": 1200}])
+        [after] = pool.run_many(_fn("resident"), [{}])
+    assert churned.status == "ok" and churned.value["rss_mb"] > before.value["rss_mb"] + 800   # kept by the heap
+    assert after.value["rss_mb"] < before.value["rss_mb"] + 200
+
+
 def test_garbage_among_frozen_survivors_is_collected_by_the_periodic_full_collection():
     from opgen.sandbox.worker import FULL_COLLECTION_EVERY
 

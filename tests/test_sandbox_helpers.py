@@ -177,3 +177,30 @@ def describe_process(payload: dict) -> dict:
     return {"pid": os.getpid(), "session": os.getsid(0), "group": os.getpgid(0), "argv0": sys.argv[0],
             "cmdline": open("/proc/self/cmdline").read().split("\0"), "threads": torch.get_num_threads(),
             "random": random.random(), "descriptors": descriptors, "env": os.environ.get(payload.get("env_key", ""))}
+
+
+def churn_host_memory(payload: dict) -> dict:
+    """Allocate and free `rounds` rounds of `mb` MB of 4 MB CPU tensors from the heap, which keeps them once freed;
+    the worker's resident memory after. glibc gets there by itself in most workers (it raises both thresholds as
+    such blocks are freed), not in all: here both are set."""
+    import ctypes
+
+    import torch
+
+    libc = ctypes.CDLL(None)
+    libc.mallopt(-3, 64 << 20)   # M_MMAP_THRESHOLD: 4 MB blocks come from the heap
+    libc.mallopt(-1, (1 << 31) - 1)   # M_TRIM_THRESHOLD: free()ing them never shrinks it
+    for _ in range(payload["rounds"]):
+        tensors = [torch.ones(1 << 20) for _ in range(payload["mb"] // 4)]
+        del tensors
+    return {"rss_mb": _rss_mb()}
+
+
+def resident(payload: dict) -> dict:
+    return {"rss_mb": _rss_mb()}
+
+
+def _rss_mb() -> float:
+    import psutil
+
+    return psutil.Process().memory_info().rss / 2**20

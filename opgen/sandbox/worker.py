@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import faulthandler
 import gc
 import importlib
@@ -92,11 +93,27 @@ def release_torch() -> None:
             _tasks_since_full_collection = 0
         gc.collect()
         gc.freeze()
+        _return_freed_heap()
         if torch.cuda.is_initialized():
             torch.cuda.empty_cache()
     except Exception:  # noqa: BLE001 - a broken CUDA context is found below
         pass
     _exit_if_cuda_context_broken(torch)
+
+
+def _return_freed_heap() -> None:
+    """Give the heap's free memory back to the system (glibc's malloc_trim). glibc raises its mmap threshold as
+    large blocks are freed, so later tensors of a few MB come from the heap, which keeps them once freed: a worker
+    that freed 6 GB of 4 MB tensors stayed at 7.4 GB resident, 0.2 GB after a trim. In a kept worker that memory
+    counts against the pool's resident limit during the next task (in the 6,000-task build, sampled check workers
+    held up to 13.6 GB of anonymous memory with under 1 GB on the GPU)."""
+    try:
+        libc = ctypes.CDLL(None)
+        trim = libc.malloc_trim
+    except (OSError, AttributeError):   # not glibc: nothing to trim
+        return
+    trim.argtypes = [ctypes.c_size_t]
+    trim(0)
 
 
 def _exit_if_cuda_context_broken(torch) -> None:
