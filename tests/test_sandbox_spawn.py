@@ -101,3 +101,25 @@ def test_workers_share_a_zygote_only_when_they_agree_on_what_torch_reads_as_it_l
                                                        "OPGEN_SANDBOX_WARM_UP": "m:f"})
     assert spawn.import_key(base) != spawn.import_key({**base, "TORCHINDUCTOR_CACHE_DIR": "/tmp/b"})
     assert spawn.import_key(base) != spawn.import_key({**base, "CUDA_VISIBLE_DEVICES": "1"})
+
+
+def test_a_process_forked_from_one_with_a_zygote_starts_its_own(monkeypatch):
+    monkeypatch.setenv(spawn.FORK_ENV, "1")
+    with SandboxPool(1, 60, None) as pool:
+        pool.run_many("tests.test_sandbox_helpers:echo", [{}])
+        parents = pool._pool[0].proc._zygote
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:   # the copy: no zygote of its parent's, and one of its own once it starts a worker
+        try:
+            before = len(spawn._zygotes)
+            with SandboxPool(1, 60, None) as pool:
+                [result] = pool.run_many("tests.test_sandbox_helpers:echo", [{}])
+                own = pool._pool[0].proc._zygote
+            os.write(write, f"{before} {result.status} {own.proc.pid != parents.proc.pid}".encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    answer = os.read(read, 200).decode()
+    os.waitpid(child, 0)
+    assert answer == "0 ok True"

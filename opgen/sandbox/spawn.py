@@ -219,7 +219,15 @@ def close_zygotes() -> None:
         zygote.close()
 
 
+def _forget_zygotes() -> None:
+    """In a process forked from this one: its zygotes answer this process, not the copy (which starts its own)."""
+    global _zygotes_lock
+    _zygotes.clear()
+    _zygotes_lock = threading.Lock()
+
+
 atexit.register(close_zygotes)
+os.register_at_fork(after_in_child=_forget_zygotes)
 
 
 def _fork(zygote: Zygote, env: dict[str, str], stderr) -> ForkedProcess:
