@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import faulthandler
+import functools
 import gc
 import importlib
 import json
@@ -103,17 +104,21 @@ def release_torch() -> None:
 
 def _return_freed_heap() -> None:
     """Give the heap's free memory back to the system (glibc's malloc_trim). glibc raises its mmap threshold as
-    large blocks are freed, so later tensors of a few MB come from the heap, which keeps them once freed: a worker
-    that freed 6 GB of 4 MB tensors stayed at 7.4 GB resident, 0.2 GB after a trim. In a kept worker that memory
-    counts against the pool's resident limit during the next task (in the 6,000-task build, sampled check workers
-    held up to 13.6 GB of anonymous memory with under 1 GB on the GPU)."""
+    large blocks are freed, so later tensors of a few MB come from the heap, which keeps them once freed; in a kept
+    worker that memory would count against the pool's resident limit during the next task."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim():
     try:
-        libc = ctypes.CDLL(None)
-        trim = libc.malloc_trim
+        trim = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):   # not glibc: nothing to trim
-        return
+        return None
     trim.argtypes = [ctypes.c_size_t]
-    trim(0)
+    return trim
 
 
 def _exit_if_cuda_context_broken(torch) -> None:
