@@ -27,13 +27,17 @@ def _payload(record: dict, device: str, threads: int, runtime_window_ms, seed: i
             "bytes_moved": record.get("bytes_moved"), "timeout_s": timeout_s}
 
 
+LOCK_HOLD_FIGURES = ("lock_holds", "lock_holds_waited", "lock_held_s", "lock_hold_max_s")   # check_task's, on CUDA
+
+
 def _verdict(result: SandboxResult) -> Verdict:
     """The verdict of one sandbox result; its stages are the sandbox, then the checks the worker ran.
 
     The sandbox stage's seconds are the worker's time on the task outside the checks (start-up of a fresh
     worker, loading the payload, the clean-up after the worker's previous task, the pipes): with the checks'
     seconds they add up to the task's time in its worker (`worker_s`; `worker_cpu_s` is its CPU time, and
-    `worker_lock_wait_s`, on CUDA, its wait for the GPU's lock).
+    `worker_lock_wait_s`, on CUDA, its wait for the GPU's lock, with its holds of it: `worker_lock_holds`, those
+    that waited, `worker_lock_held_s` and the longest, `worker_lock_hold_max_s`).
 
     A task past the pool's resident-memory limit (judged alone, in a fresh worker) did not crash: it cannot run
     in the memory the build allows, as a task whose allocation raises (`exec_error`, flagged `memory_limit`)."""
@@ -52,6 +56,7 @@ def _verdict(result: SandboxResult) -> Verdict:
                           [(SANDBOX_STAGE, overhead), *checks])
         if value.get("lock_wait_s"):
             verdict.metrics["worker_lock_wait_s"] = value["lock_wait_s"]
+        verdict.metrics.update({f"worker_{key}": value[key] for key in LOCK_HOLD_FIGURES if key in value})
     if not verdict.stages:
         verdict.stages = [(SANDBOX_STAGE, result.seconds)]
     # the worker's wall and CPU seconds on the task, and which worker and which of its tasks it was (a first task

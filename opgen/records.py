@@ -111,7 +111,7 @@ COLUMN_REGISTRY: tuple[Column, ...] = (
         "compute_capability", "timing_device", "timing_status", "timing_error")),
     *(Column(name, _F, "timing", "", published=False) for name in (
         "timing_wall_s", "setup_s", "warmup_s", "warmup_lock_wait_s", "lock_wait_s", "timed_s", "profile_read_s",
-        "gpu_free_gb", "timing_cpu_s", "compile_lock_wait_s")),
+        "gpu_free_gb", "timing_cpu_s", "compile_lock_wait_s", "lock_gate_wait_s")),
 )
 
 DATASET_SCHEMA = pa.schema([(c.name, c.type) for c in COLUMN_REGISTRY if c.published])

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from opgen.sandbox.gpus import gpu_lock, inductor_benchmarks_locked
+from opgen.sandbox.gpus import LockWaits, compiled_graphs_locked, gpu_lock, inductor_benchmarks_locked
 
 
 def _hold(path: str, shared: bool, seconds: float, log: list, name: str) -> threading.Thread:
@@ -56,6 +56,51 @@ def test_no_path_means_no_lock():
     with gpu_lock(None), gpu_lock(None, shared=True):
         pass
 
+
+
+def _entered(log: list, name: str) -> None:
+    while not any(kind == "in" and n == name for kind, n, _ in log):
+        time.sleep(0.01)
+
+
+def test_counted_holds_split_the_wait_at_the_gate(tmp_path):
+    """A shared hold behind an exclusive one waits at the gate; an exclusive hold behind shared holders passes the
+    gate at once and waits for them to leave; a hold nobody keeps waits for nothing; nested holds are not counted."""
+    path, log = str(tmp_path / "gpu"), []
+    behind_writer, behind_readers, free = LockWaits(), LockWaits(), LockWaits()
+    writer = _hold(path, False, 0.4, log, "writer")
+    _entered(log, "writer")
+    with gpu_lock(path, shared=True, waits=behind_writer), gpu_lock(path, shared=True, waits=behind_writer):
+        time.sleep(0.1)
+    writer.join()
+    reader = _hold(path, True, 0.4, log, "reader")
+    _entered(log, "reader")
+    with gpu_lock(path, waits=behind_readers):
+        pass
+    reader.join()
+    with gpu_lock(path, shared=True, waits=free):
+        pass
+    assert behind_writer.holds == behind_writer.waited == 1 and behind_writer.seconds > 0.2
+    assert behind_writer.gate_s == pytest.approx(behind_writer.seconds, abs=0.01)
+    assert behind_writer.held_s == behind_writer.longest_s and 0.1 <= behind_writer.held_s < 1
+    assert behind_readers.holds == behind_readers.waited == 1
+    assert behind_readers.seconds > 0.2 and behind_readers.gate_s < 0.05
+    assert free.holds == 1 and free.waited == 0 and free.seconds < 0.05
+
+
+def test_compiled_graph_calls_count_their_holds(tmp_path, monkeypatch):
+    """Each compiled graph called inside holds the lock shared, its wait counted in the context's holds."""
+    from torch._inductor.output_code import CompiledFxGraph
+
+    path, log, synchronized = str(tmp_path / "gpu"), [], []
+    monkeypatch.setattr(CompiledFxGraph, "__call__", lambda self, inputs: inputs)
+    writer = _hold(path, False, 0.4, log, "writer")
+    _entered(log, "writer")
+    with compiled_graphs_locked(path, lambda: synchronized.append(True)) as waits:
+        assert CompiledFxGraph.__call__(None, [1]) == [1]
+        assert CompiledFxGraph.__call__(None, [2]) == [2]
+    writer.join()
+    assert waits.holds == 2 and waits.waited == 1 and waits.seconds > 0.2 and synchronized == [True, True]
 
 
 def _locked_elsewhere(path: str) -> bool:

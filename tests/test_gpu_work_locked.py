@@ -72,6 +72,19 @@ def test_every_check_runs_its_tensor_work_inside_a_hold(tmp_path, monkeypatch):
     assert verdict.keep, verdict.detail
     assert len(run.outputs) == 1 + run.draws and run.lock_wait_s >= 0
     assert audit.unlocked == []
+    assert run.lock_waits.holds >= 1 + run.draws and run.lock_waits.held_s > 0   # every hold counted
+
+
+@pytest.mark.heavy
+def test_the_compile_check_counts_its_graphs_holds_with_the_checks(tmp_path):
+    """The compile check's first call holds the lock for its graph, not for the compile: that hold is one of the
+    task's holds, its wait counted with the forward passes' (it is as likely to meet a timed run at the gate)."""
+    run = TaskRun(code=TASK, name="counted", device="cpu", gpu_lock_path=str(tmp_path / "gpu.lock"))
+    assert judge(run, [OnTheGpu(STAGES[0])]).keep
+    before = run.lock_waits.holds
+    assert judge(run, [CompileCheck()]).keep
+    # per draw, one hold for the compiled pass (draw 0: its graph's) and one for the comparison
+    assert run.lock_waits.holds - before == 2 * len(run.outputs)
 
 
 def test_a_check_without_holds_of_its_own_runs_whole_inside_one(tmp_path):
@@ -131,3 +144,19 @@ def test_compiled_graphs_run_inside_a_hold_while_inside(tmp_path, monkeypatch):
     assert calls == [True, False] and waits == [True]
     assert torch.allclose(first, again) and torch.allclose(first, torch.sin(x) * 3.0 + 1.0)
     assert CompiledFxGraph.__dict__["__call__"] is spy
+
+
+def test_a_verdict_line_carries_the_checks_holds_of_the_lock():
+    """The worker's answer counts the checks' holds (none counted: none said, as on a CPU without a lock), and the
+    verdict line keeps them beside the wait, for `opgen profile`."""
+    from filters.execute.worker import _lock_holds
+    from filters.validate import _verdict
+    from opgen.sandbox.gpus import LockWaits
+    from opgen.sandbox.pool import SandboxResult
+
+    holds = _lock_holds(LockWaits(seconds=0.5, holds=4, waited=1, held_s=0.25, longest_s=0.125))
+    value = {"reason": None, "detail": None, "metrics": {}, "stages": [["eager", 1.0]], "lock_wait_s": 0.5, **holds}
+    line = _verdict(SandboxResult("ok", value, "", seconds=2.0)).metrics
+    assert (line["worker_lock_wait_s"], line["worker_lock_holds"], line["worker_lock_holds_waited"],
+            line["worker_lock_held_s"], line["worker_lock_hold_max_s"]) == (0.5, 4, 1, 0.25, 0.125)
+    assert _lock_holds(LockWaits()) == {}

@@ -44,3 +44,31 @@ def test_the_new_shards_are_measured_apart_from_the_old(tmp_path, capsys):
     # a later preview must hold every shard the earlier one executed
     assert main([str(new), str(old)]) == 2
     assert "not a later preview" in capsys.readouterr().err
+
+
+def test_the_lock_holds_and_the_wait_by_task_size(tmp_path, capsys):
+    """Where the verdict lines count the checks' holds of the GPU's lock (CUDA), the report says how many a
+    candidate took, how many waited and how long, and the lock wait by band of the shared-GPU eager median (the
+    median measured before a pass alone, where there was one)."""
+    old, new = tmp_path / "old" / "run", tmp_path / "new" / "run"
+    for run in (old, new):
+        _shard(run, "00000", [_row("a", 8.0)], compile_s=3.0)
+    holds = {"worker_lock_holds": 20, "worker_lock_holds_waited": 5, "worker_lock_held_s": 2.0}
+    _shard(new, "00001", [_row("b", 8.0, eager_ms_cuda=3.0, worker_lock_hold_max_s=0.5, **holds),
+                          _row("c", 16.0, eager_ms_cuda=40.0, eager_ms_cuda_shared=250.0, worker_lock_hold_max_s=1.5,
+                               **holds),
+                          _row("d", 12.0, eager_ms_cuda=30.0, worker_lock_hold_max_s=0.1, **holds)], compile_s=5.0)
+    assert main([str(old), str(new), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["before"]["lock_holds"] == {}
+    holds = report["since"]["lock_holds"]
+    assert holds["candidates"] == 3 and holds["holds_per_candidate"] == 20.0 and holds["waited_share"] == 0.25
+    assert holds["wait_s_per_waited_hold"] == round((2.0 + 4.0 + 3.0) / 15, 3)
+    assert holds["held_share"] == round(6.0 / 36.0, 4)
+    assert holds["longest_hold_s"] == {"median": 0.5, "p90": 0.5, "max": 1.5}
+    assert report["since"]["lock_wait_by_eager_ms"] == {"<5": {"candidates": 1, "lock_wait_s_mean": 2.0},
+                                                        "<60": {"candidates": 1, "lock_wait_s_mean": 3.0},
+                                                        ">=60": {"candidates": 1, "lock_wait_s_mean": 4.0}}
+    assert main([str(old), str(new)]) == 0
+    assert "lock wait a candidate by shared-GPU eager ms: <5 2.0 s (1), <60 3.0 s (1), >=60 4.0 s (1)" in capsys.readouterr().out
+

@@ -355,6 +355,7 @@ def test_a_run_holding_the_gpu_alone_reads_its_profiles_after_giving_it_back(tmp
     assert len(held_while_reading) == 2 and all(lock not in held for held in held_while_reading)
     assert result["profile_read_s"] >= 0 and result["timed_s"] > 0
     assert 0 <= result["warmup_lock_wait_s"] <= result["warmup_s"]
+    assert 0 <= result["lock_gate_wait_s"] <= result["lock_wait_s"]   # nobody else held it: both near nothing
 
 
 def test_kept_timing_pools_started_ahead_are_the_ones_each_lane_then_times_in(monkeypatch):

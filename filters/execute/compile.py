@@ -60,7 +60,9 @@ def _compiled_outputs(run: TaskRun, compiled, draw: int, metrics: dict) -> list[
     if draw:
         with run.sharing_gpu():
             return run.forward(compiled, run.inputs_of(draw))
-    with inductor_benchmarks_locked(run.gpu_lock_path), compiled_graphs_locked(run.gpu_lock_path, run.synchronize):
+    # their holds count with the checks' own: a compile's first call waits at the gate as a forward pass does
+    with inductor_benchmarks_locked(run.gpu_lock_path, run.lock_waits), \
+            compiled_graphs_locked(run.gpu_lock_path, run.synchronize, run.lock_waits):
         start = time.perf_counter()
         outputs = run_forward(compiled, run.inputs)
         run.synchronize()

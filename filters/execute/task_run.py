@@ -9,7 +9,6 @@ their inputs (`input_digests`; `inputs_of` draws them again); the rest only read
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -18,7 +17,7 @@ import torch
 from filters.execute.tensors import values_digest
 from filters.window import DEFAULT_WINDOW_MS, Window
 from opgen.errors import TaskProblem
-from opgen.sandbox.gpus import gpu_lock
+from opgen.sandbox.gpus import LockWaits, gpu_lock
 from opgen.sandbox.task import draw_inputs, input_seed, run_forward, synchronize
 from opgen.taskcode.dtypes import DEFAULT_DTYPE, TOLERANCES, Tolerance, tolerance_of
 
@@ -41,7 +40,7 @@ class TaskRun:
     input_digests: dict[int, tuple] = field(default_factory=dict)  # later draws' input fingerprints (`inputs_of`)
     work_ops: int = 0
     gpu_lock_path: str | None = None  # the GPU's lock (opgen.sandbox.gpus), shared by checks beside timed runs
-    lock_wait_s: float = 0.0          # seconds the checks waited for that lock
+    lock_waits: LockWaits = field(default_factory=LockWaits)   # the checks' holds of that lock, their waits
 
     @classmethod
     def from_payload(cls, payload: dict) -> TaskRun:
@@ -55,6 +54,11 @@ class TaskRun:
         return cls(code=payload["code"], name=str(payload.get("id", "task")), device=device,
                    seed=int(payload.get("seed", 0)), draws=int(payload.get("draws", 3)), window=window or None,
                    timing_runs=int(payload.get("timing_runs", 5)))
+
+    @property
+    def lock_wait_s(self) -> float:
+        """Seconds the checks waited for the GPU's lock."""
+        return self.lock_waits.seconds
 
     @property
     def tolerance(self) -> Tolerance:
@@ -87,7 +91,7 @@ class TaskRun:
         return inputs
 
     def sharing_gpu(self, lock_path: str | None = None) -> contextlib.AbstractContextManager[None]:
-        """Hold the GPU's lock (`lock_path`, else the run's) in shared mode, counting the wait in `lock_wait_s`.
+        """Hold the GPU's lock (`lock_path`, else the run's) in shared mode, counting the hold in `lock_waits`.
 
         Checks hold it around their GPU work only, one forward pass at a time: building a model's weights is
         host work, and a shared holder busy on the host keeps a waiting timed run, and everyone queued behind
@@ -95,7 +99,7 @@ class TaskRun:
         return self._holding_gpu(lock_path or self.gpu_lock_path, shared=True)
 
     def alone_on_gpu(self) -> contextlib.AbstractContextManager[None]:
-        """Hold the GPU's lock exclusively, as a timed run does, counting the wait in `lock_wait_s`: the other
+        """Hold the GPU's lock exclusively, as a timed run does, counting the hold in `lock_waits`: the other
         workers' checks wait, so the passes inside have the GPU to themselves (`forward` inside it takes no
         second hold)."""
         return self._holding_gpu(self.gpu_lock_path, shared=False)
@@ -104,9 +108,7 @@ class TaskRun:
     def _holding_gpu(self, path: str | None, shared: bool) -> Iterator[None]:
         """The hold, its wait counted; the GPU work started inside it is waited for before it ends, whatever
         happens (a task that raises may have kernels queued)."""
-        waiting = time.perf_counter()
-        with gpu_lock(path, shared=shared):
-            self.lock_wait_s += time.perf_counter() - waiting
+        with gpu_lock(path, shared=shared, waits=self.lock_waits):
             try:
                 yield
             finally:

@@ -10,7 +10,7 @@ from filters.base import Filter, Verdict, judge
 from filters.execute import STAGES
 from filters.execute.task_run import TaskRun
 from opgen.sandbox import gpu_memory
-from opgen.sandbox.gpus import current_gpu_lock_path
+from opgen.sandbox.gpus import LockWaits, current_gpu_lock_path
 from opgen.sandbox.torch_state import isolated_torch_state
 
 # On CUDA every kernel a check runs does so inside a hold of the GPU's lock (shared), so that none runs beside
@@ -63,7 +63,7 @@ CHECK_WORKER_NICENESS = 10
 def check_task(payload: dict) -> dict:
     """Run the execute checks (or the payload's `stages` of them) on one task: {"reason", "detail", "metrics",
     "stages": [[name, seconds], ...], "lock_wait_s"} (the last: seconds the checks waited for the GPU's lock,
-    included in their stage seconds). A task tried again after it ran out of GPU memory beside other workers' tasks
+    included in their stage seconds; on CUDA their holds of it too: `_lock_holds`). A task tried again after it ran out of GPU memory beside other workers' tasks
     (`memory_wait`) first waits for the memory it needs to come free (opgen/sandbox/gpu_memory.py)."""
     run = TaskRun.from_payload(payload)
     waited = {}
@@ -84,7 +84,16 @@ def check_task(payload: dict) -> dict:
         verdict.metrics["gpu_peak_mb"] = round(torch.cuda.max_memory_reserved() / 2**20)
     verdict.metrics.update(waited)
     return {"reason": verdict.reason, "detail": verdict.detail, "metrics": verdict.metrics,
-            "stages": [list(stage) for stage in verdict.stages], "lock_wait_s": round(run.lock_wait_s, 4)}
+            "stages": [list(stage) for stage in verdict.stages], "lock_wait_s": round(run.lock_wait_s, 4),
+            **_lock_holds(run.lock_waits)}
+
+
+def _lock_holds(waits: LockWaits) -> dict:
+    """The checks' holds of the GPU's lock, on CUDA: how many, how many waited, the seconds held, the longest."""
+    if not waits.holds:
+        return {}
+    return {"lock_holds": waits.holds, "lock_holds_waited": waits.waited, "lock_held_s": round(waits.held_s, 4),
+            "lock_hold_max_s": round(waits.longest_s, 4)}
 
 
 def _reset_gpu_peak() -> bool:

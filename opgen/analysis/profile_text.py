@@ -32,6 +32,18 @@ def execute_lines(execute: dict, timed: bool) -> list[str]:
                      + ", ".join(f"{name} {seconds:.3g}" for name, seconds in checks))
     lock = f", waiting for the GPU's lock {_share(execute['lock_wait_share'])}" if timed else ""
     lines.append(f"  workers' CPU share {_share(execute['cpu_share'])}{lock}")
+    holds = execute.get("lock_holds") or {}
+    if holds:
+        longest = holds["longest_hold_s"]
+        lines.append(f"  the GPU's lock: {holds['holds_per_candidate']} holds a candidate, {_share(holds['waited_share'])} "
+                     f"of them waited ({_seconds(holds['wait_s_per_waited_hold'])} each), held "
+                     f"{_share(holds['held_share'])} of the time; a candidate's longest hold median "
+                     f"{_seconds(longest['median'])}, 90th percentile {_seconds(longest['p90'])}")
+    bands = execute.get("lock_wait_by_eager_ms") or {}
+    if bands:
+        lines.append("  lock wait a candidate by its shared-GPU eager median: " + ", ".join(
+            f"{name} ms {_seconds(band['lock_wait_s_mean'])} ({band['candidates']})" for name, band in bands.items()
+            if name != "none"))
     if execute["out_of_memory"] or execute["memory_retry"]:
         lines.append(f"  out of GPU memory: {_counts(execute['out_of_memory']) or 'none'}; judged on a retry: "
                      f"{_counts(execute['memory_retry']) or 'none'}")
@@ -50,6 +62,9 @@ def timing_lines(timing: dict, window: dict) -> list[str]:
         lines.append(f"  a task (mean): {_seconds(timing['timing_wall_s_mean'])} in all, of which waiting for the "
                      f"GPU's lock {_seconds(timing['lock_wait_s_mean'])}, holding it alone "
                      f"{_seconds(timing['timed_s_mean'])}; compile {_seconds(timing['compile_s_mean'])}")
+        if timing.get("lock_gate_wait_s_mean") is not None:
+            lines.append(f"  of the wait for the lock, {_seconds(timing['lock_gate_wait_s_mean'])} behind other "
+                         "exclusive holds, the rest for the shared holders to leave")
         if timing["in_window_per_min_ceiling"] is not None:
             lines.append(f"  the exclusive holds alone allow {timing['in_window_per_min_ceiling']} tasks into the "
                          "window a minute per GPU")

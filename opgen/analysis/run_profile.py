@@ -36,7 +36,7 @@ from opgen.sandbox.pool import is_out_of_memory
 from opgen.timing.trials import PROFILER_ITERS, PROFILER_WARMUPS, SETTLE_WARMUPS
 
 TIMING_FIGURES = ("timing_wall_s", "setup_s", "warmup_s", "warmup_lock_wait_s", "lock_wait_s", "timed_s", "rest_s", "timing_cpu_s",
-                  "compile_s", "compile_lock_wait_s", "profile_read_s")
+                  "compile_s", "compile_lock_wait_s", "profile_read_s", "lock_gate_wait_s")
 
 
 def shard_folders(run: RunDir) -> list[Path]:
@@ -81,7 +81,46 @@ def execute_profile(run: RunDir, skip: set[str] = frozenset()) -> dict:
             "out_of_memory": dict(memory),
             # candidates judged on a second try after running short of GPU memory: in a kept worker, or a fresh one
             "memory_retry": dict(Counter(line["memory_retry"] for line in lines if line.get("memory_retry"))),
-            "gpu_peak_mb": peak_memory(lines)}
+            "gpu_peak_mb": peak_memory(lines), "lock_holds": lock_holds(lines),
+            "lock_wait_by_eager_ms": lock_wait_by_eager_ms(lines)}
+
+
+def lock_holds(lines: list[dict]) -> dict:
+    """The checks' holds of the GPU's lock (CUDA verdict lines that count them): holds a candidate, the share of
+    them that found it taken, seconds waited per hold that waited, the share of the workers' time spent holding
+    it, and the longest hold of a candidate (median, 90th percentile, largest): what a timed run waits for."""
+    counted = [line for line in lines if line.get("worker_lock_holds")]
+    if not counted:
+        return {}
+    holds = sum(line["worker_lock_holds"] for line in counted)
+    waited = sum(line.get("worker_lock_holds_waited") or 0 for line in counted)
+    longest = sorted(line.get("worker_lock_hold_max_s") or 0.0 for line in counted)
+    return {"candidates": len(counted), "holds_per_candidate": round(holds / len(counted), 1),
+            "waited_share": round(waited / holds, 3),
+            "wait_s_per_waited_hold": round(sum(line.get("worker_lock_wait_s") or 0.0 for line in counted) / waited, 3)
+            if waited else None,
+            "held_share": seconds_share(counted, "worker_lock_held_s", "worker_s"),
+            "longest_hold_s": {"median": longest[len(longest) // 2], "p90": longest[int(0.9 * (len(longest) - 1))],
+                               "max": longest[-1]}}
+
+
+EAGER_MS_BANDS = (5.0, 20.0, 60.0)   # the rough shared-GPU eager median's bands, in ms
+
+
+def lock_wait_by_eager_ms(lines: list[dict]) -> dict:
+    """Candidates and their lock wait a candidate, by band of the runtime check's shared-GPU eager median
+    (`eager_ms_cuda_shared` where it was measured again alone, else `eager_ms_cuda`; "none": not reached)."""
+    names = [f"<{bound:g}" for bound in EAGER_MS_BANDS] + [f">={EAGER_MS_BANDS[-1]:g}", "none"]
+    bands: dict[str, list[float]] = {name: [] for name in names}
+    for line in lines:
+        if line.get("worker_s") is None or "worker_lock_wait_s" not in line and line.get("eager_ms_cuda") is None:
+            continue
+        eager = line.get("eager_ms_cuda_shared", line.get("eager_ms_cuda"))
+        upper = next((bound for bound in EAGER_MS_BANDS if eager is not None and eager < bound), None)
+        name = "none" if eager is None else f"<{upper:g}" if upper else f">={EAGER_MS_BANDS[-1]:g}"
+        bands[name].append(line.get("worker_lock_wait_s") or 0.0)
+    return {name: {"candidates": len(waits), "lock_wait_s_mean": round(statistics.mean(waits), 2)}
+            for name, waits in bands.items() if waits}
 
 
 def peak_memory(lines: list[dict]) -> dict:

@@ -122,6 +122,34 @@ def current_gpu_lock_path() -> str:
     return gpu_lock_path(listed)
 
 
+@dataclass
+class LockWaits:
+    """Holds of the GPU's lock and what they cost: how many were taken, how many waited at all, the seconds spent
+    waiting (`gate_s` of them for the gate: behind exclusive holders, where a shared hold waits all its wait; the
+    rest, an exclusive hold's wait for the shared holders to leave), and the seconds held, the longest hold too.
+    How long holds last is what an exclusive holder waits for; how many holds a task takes, how often it can be
+    stopped at the gate."""
+
+    seconds: float = 0.0
+    holds: int = 0
+    waited: int = 0
+    gate_s: float = 0.0
+    held_s: float = 0.0
+    longest_s: float = 0.0
+
+    def count(self, waiting: float, gated: float, locked: float, released: float) -> None:
+        """One hold: asked for at `waiting`, past the gate at `gated`, taken at `locked`, given back at `released`."""
+        self.holds += 1
+        self.seconds += locked - waiting
+        self.gate_s += gated - waiting
+        self.waited += locked - waiting > WAITED_S
+        self.held_s += released - locked
+        self.longest_s = max(self.longest_s, released - locked)
+
+
+WAITED_S = 0.001   # a hold that waited longer than this for the lock found it taken (an untaken flock is microseconds)
+
+
 # Locks this thread holds now (path -> [depth, shared]): a nested hold of the same lock is free, never a
 # self-deadlock (an exclusive hold's own compiled calls may autotune, which takes the shared lock).
 _holding = threading.local()
@@ -139,13 +167,14 @@ def holding_gpu_lock(path: str | None) -> bool:
 
 
 @contextlib.contextmanager
-def gpu_lock(path: str | None, shared: bool = False) -> Iterator[None]:
+def gpu_lock(path: str | None, shared: bool = False, waits: LockWaits | None = None) -> Iterator[None]:
     """Hold the GPU's lock: exclusive for a timed run, shared for untimed GPU work; nothing when path is None.
 
     Writers come first: a waiting exclusive holder takes the gate (`path`.gate) before waiting for the
     shared holders to leave, and a new shared holder must pass the gate, so a stream of validation work
     cannot starve a timed run. Re-entrant within a thread: a hold inside a hold of the same path is free, but an
-    exclusive hold asked for inside a shared one is an error (it would not be exclusive).
+    exclusive hold asked for inside a shared one is an error (it would not be exclusive). `waits`, when given,
+    counts the hold (`LockWaits.count`); a free nested hold is not one.
     """
     held = _held()
     if not path or path in held:
@@ -160,12 +189,15 @@ def gpu_lock(path: str | None, shared: bool = False) -> Iterator[None]:
                 held[path][0] -= 1
         return
     with open(path + ".gate", "a+") as gate, open(path, "a+") as lock:
+        waiting = time.perf_counter()
         fcntl.flock(gate, fcntl.LOCK_EX)
+        gated = time.perf_counter()
         if shared:
             fcntl.flock(lock, fcntl.LOCK_SH)
             fcntl.flock(gate, fcntl.LOCK_UN)
         else:
             fcntl.flock(lock, fcntl.LOCK_EX)
+        locked = time.perf_counter()
         held[path] = [1, shared]
         try:
             with contextlib.nullcontext() if shared else holding_exclusive():
@@ -174,26 +206,22 @@ def gpu_lock(path: str | None, shared: bool = False) -> Iterator[None]:
             del held[path]
             fcntl.flock(lock, fcntl.LOCK_UN)
             fcntl.flock(gate, fcntl.LOCK_UN)
+            if waits is not None:
+                waits.count(waiting, gated, locked, time.perf_counter())
 
 
-@dataclass
-class LockWaits:
-    """Seconds spent waiting for the GPU's lock, and how many holds were taken."""
-
-    seconds: float = 0.0
-    holds: int = 0
 
 
 @contextlib.contextmanager
-def inductor_benchmarks_locked(path: str | None) -> Iterator[LockWaits]:
+def inductor_benchmarks_locked(path: str | None, waits: LockWaits | None = None) -> Iterator[LockWaits]:
     """Inductor's autotuning benchmarks (tens of ms of GPU per kernel config, run on a compiled kernel's first
     call) hold the shared lock, so a compile beside a timed trial never runs them inside its window. Yields the
-    benchmarks' waits for the lock, counted as they happen.
+    benchmarks' holds of the lock (`waits`, else new ones), counted as they happen.
 
     Uses torch's own hook (`set_gpu_benchmark_lock_context`, torch >= 2.13); older releases get the module
     benchmarker's `benchmark_gpu` wrapped for the duration.
     """
-    waits = LockWaits()
+    waits = LockWaits() if waits is None else waits
     if not path:
         yield waits
         return
@@ -201,10 +229,7 @@ def inductor_benchmarks_locked(path: str | None) -> Iterator[LockWaits]:
 
     @contextlib.contextmanager
     def shared_hold() -> Iterator[None]:
-        waiting = time.perf_counter()
-        with gpu_lock(path, shared=True):
-            waits.seconds += time.perf_counter() - waiting
-            waits.holds += 1
+        with gpu_lock(path, shared=True, waits=waits):
             yield
 
     if hasattr(benchmarking, "set_gpu_benchmark_lock_context"):
@@ -232,30 +257,33 @@ def inductor_benchmarks_locked(path: str | None) -> Iterator[LockWaits]:
 
 
 @contextlib.contextmanager
-def compiled_graphs_locked(path: str | None, synchronize: Callable[[], None]) -> Iterator[None]:
+def compiled_graphs_locked(path: str | None, synchronize: Callable[[], None],
+                           waits: LockWaits | None = None) -> Iterator[LockWaits]:
     """Inductor's compiled graphs, run while inside, each hold the GPU's lock shared and are waited for
     (`synchronize`) before it is given back: a compiled model's first call compiles for seconds of host work
     outside the lock, then runs its kernels, which must never run beside another process's timed trial. Use it
-    with `inductor_benchmarks_locked`, for the benchmarks a compile runs before its graph does.
+    with `inductor_benchmarks_locked`, for the benchmarks a compile runs before its graph does. Yields the graphs'
+    holds of the lock (`waits`, else new ones).
 
     Patches `CompiledFxGraph.__call__` for the duration (torch >= 2.6); on a torch without it the whole of each
     call inside holds the lock. Eager code between graphs (a graph break) runs unlocked, as a few kernels at most.
     """
+    waits = LockWaits() if waits is None else waits
     if not path:
-        yield
+        yield waits
         return
     try:
         from torch._inductor.output_code import CompiledFxGraph
     except ImportError:
         CompiledFxGraph = None
     if CompiledFxGraph is None:
-        with gpu_lock(path, shared=True):
-            yield
+        with gpu_lock(path, shared=True, waits=waits):
+            yield waits
         return
     unlocked = CompiledFxGraph.__dict__["__call__"]
 
     def locked_call(self, inputs):
-        with gpu_lock(path, shared=True):
+        with gpu_lock(path, shared=True, waits=waits):
             try:
                 return unlocked(self, inputs)
             finally:
@@ -263,6 +291,6 @@ def compiled_graphs_locked(path: str | None, synchronize: Callable[[], None]) ->
 
     CompiledFxGraph.__call__ = locked_call
     try:
-        yield
+        yield waits
     finally:
         CompiledFxGraph.__call__ = unlocked

@@ -11,7 +11,7 @@ from dataclasses import replace
 from filters.window import Window
 from opgen.records import TIMING_COLUMNS
 from opgen.sandbox import gpu_memory
-from opgen.sandbox.gpus import compiled_graphs_locked, gpu_lock, inductor_benchmarks_locked
+from opgen.sandbox.gpus import LockWaits, compiled_graphs_locked, gpu_lock, inductor_benchmarks_locked
 from opgen.sandbox.quiet import quiet_host
 from opgen.sandbox.task import build_model, describe, draw_inputs, input_seed, load_namespace
 from opgen.timing.precision import apply_precision
@@ -121,7 +121,8 @@ def _measure_task(payload: dict) -> dict:
         if payload.get("compile", True):
             hits = torch._dynamo.utils.counters["inductor"]["fxgraph_cache_hit"]
             # the compile's host work goes unlocked; its autotuning and its first call's kernels hold the GPU, shared
-            with inductor_benchmarks_locked(lock) as waits, compiled_graphs_locked(lock, lambda: synchronize(torch)):
+            with inductor_benchmarks_locked(lock) as waits, \
+                    compiled_graphs_locked(lock, lambda: synchronize(torch), waits):
                 compiled, result["compile_s"], compile_error = _compile(torch, model, inputs)
             result["compile_lock_wait_s"] = waits.seconds
             # whether inductor's cache (the compile check's, on one machine) gave the graph: a compile paid once
@@ -137,9 +138,9 @@ def _measure_task(payload: dict) -> dict:
                             torch, fn, inputs, max(0, plan.warmups - SETTLE_WARMUPS), lock)
             timed_plan = replace(plan, warmups=min(plan.warmups, SETTLE_WARMUPS))
         result["warmup_s"] = time.perf_counter() - warming
-        waiting = time.perf_counter()
+        waiting, exclusive = time.perf_counter(), LockWaits()
         # a row the guard times again holds the host quiet too: launch-bound tasks run at the host's speed
-        with gpu_lock(lock), quiet_host(bool(lock and payload.get("quiet"))) as paused, torch.no_grad():
+        with gpu_lock(lock, waits=exclusive), quiet_host(bool(lock and payload.get("quiet"))) as paused, torch.no_grad():
             locked = time.perf_counter()
             if payload.get("quiet"):
                 result["quiet_paused"] = len(paused)
@@ -158,6 +159,8 @@ def _measure_task(payload: dict) -> dict:
                 result.update(_prefixed("compile", _time_both_methods(torch, compiled, inputs, device, timed_plan,
                                                                       retimes, unread, "compile")))
             result["timed_s"] = time.perf_counter() - locked
+        if exclusive.holds:   # of the wait, the part behind other exclusive holders; the rest, for shared ones to leave
+            result["lock_gate_wait_s"] = exclusive.gate_s
         stage = "profile"
         reading = time.perf_counter()
         with torch.no_grad():

@@ -2,7 +2,8 @@
 state previewed before and after some of its runs (scripts/analysis/state_preview.py), so the runs between them are
 measured apart from the ones before. Prints, for each folder's own shards and for the new ones: candidates, worker
 seconds a candidate and by check, the shares spent waiting for the GPU's lock and for free GPU memory, the GPU-memory
-retries and the retries that waited their whole bound.
+retries and the retries that waited their whole bound, the checks' holds of the lock (where the verdict lines count
+them) and the lock wait by the size of the task (its shared-GPU eager median).
 
     python scripts/analysis/execute_since.py OLD/run NEW/run [--json]
 """
@@ -40,7 +41,8 @@ def figures(run: Path, shards: set[str]) -> dict:
     return {"shards": len(shards), "candidates": profile["candidates"], "worker_s_mean": profile["worker_s_mean"],
             "check_s_per_candidate": checks, "lock_wait_share": profile["lock_wait_share"],
             "memory_wait_share": round(waits["memory_wait_s"] / waits["worker_s"], 4) if waits["worker_s"] else None,
-            "cpu_share": profile["cpu_share"], "memory_retry": profile["memory_retry"], **waits}
+            "cpu_share": profile["cpu_share"], "memory_retry": profile["memory_retry"],
+            "lock_holds": profile["lock_holds"], "lock_wait_by_eager_ms": profile["lock_wait_by_eager_ms"], **waits}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,6 +64,12 @@ def main(argv: list[str] | None = None) -> int:
               f"a candidate; lock wait {part['lock_wait_share']}, memory wait {part['memory_wait_share']}, CPU "
               f"{part['cpu_share']}; retries {part['memory_retry']}, {part['waited_out']} waited out")
         print("  seconds a candidate by check: " + ", ".join(f"{k} {v}" for k, v in part["check_s_per_candidate"].items()))
+        if part["lock_holds"]:
+            print(f"  the GPU's lock: {json.dumps(part['lock_holds'])}")
+        if part["lock_wait_by_eager_ms"]:
+            print("  lock wait a candidate by shared-GPU eager ms: " + ", ".join(
+                f"{band} {figures['lock_wait_s_mean']} s ({figures['candidates']})"
+                for band, figures in part["lock_wait_by_eager_ms"].items()))
     return 0
 
 
