@@ -54,10 +54,11 @@ def test_the_lock_holds_and_the_wait_by_task_size(tmp_path, capsys):
     for run in (old, new):
         _shard(run, "00000", [_row("a", 8.0)], compile_s=3.0)
     holds = {"worker_lock_holds": 20, "worker_lock_holds_waited": 5, "worker_lock_held_s": 2.0}
-    _shard(new, "00001", [_row("b", 8.0, eager_ms_cuda=3.0, worker_lock_hold_max_s=0.5, **holds),
+    _shard(new, "00001", [_row("b", 8.0, eager_ms_cuda=3.0, worker_lock_hold_max_s=0.5, worker_pid=1, **holds),
                           _row("c", 16.0, eager_ms_cuda=40.0, eager_ms_cuda_shared=250.0, worker_lock_hold_max_s=1.5,
-                               **holds),
-                          _row("d", 12.0, eager_ms_cuda=30.0, worker_lock_hold_max_s=0.1, **holds)], compile_s=5.0)
+                               worker_pid=2, **holds),
+                          _row("d", 12.0, eager_ms_cuda=30.0, worker_lock_hold_max_s=0.1, worker_pid=1, **holds)],
+           compile_s=5.0)
     assert main([str(old), str(new), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["before"]["lock_holds"] == {}
@@ -69,6 +70,10 @@ def test_the_lock_holds_and_the_wait_by_task_size(tmp_path, capsys):
     assert report["since"]["lock_wait_by_eager_ms"] == {"<5": {"candidates": 1, "lock_wait_s_mean": 2.0},
                                                         "<60": {"candidates": 1, "lock_wait_s_mean": 3.0},
                                                         ">=60": {"candidates": 1, "lock_wait_s_mean": 4.0}}
+    # the lane's two workers: 20 s and 16 s of candidates, so the shard's span is 20 s of two workers
+    assert report["since"]["lane_busy_share"] == 0.9
+    assert main([str(old), str(new), "--lane-workers", "4"]) == 0
+    assert "lanes busy 0.45 of their shards' span" in capsys.readouterr().out
     assert main([str(old), str(new)]) == 0
     assert "lock wait a candidate by shared-GPU eager ms: <5 2.0 s (1), <60 3.0 s (1), >=60 4.0 s (1)" in capsys.readouterr().out
 

@@ -3,9 +3,10 @@ state previewed before and after some of its runs (scripts/analysis/state_previe
 measured apart from the ones before. Prints, for each folder's own shards and for the new ones: candidates, worker
 seconds a candidate and by check, the shares spent waiting for the GPU's lock and for free GPU memory, the GPU-memory
 retries and the retries that waited their whole bound, the checks' holds of the lock (where the verdict lines count
-them) and the lock wait by the size of the task (its shared-GPU eager median).
+them), the lock wait by the size of the task (its shared-GPU eager median), and how busy a lane's workers were
+while it held a shard.
 
-    python scripts/analysis/execute_since.py OLD/run NEW/run [--json]
+    python scripts/analysis/execute_since.py OLD/run NEW/run [--json] [--lane-workers N]
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from opgen.analysis.run_profile import execute_profile  # noqa: E402
 from opgen.pipeline.rundir import RunDir  # noqa: E402
+from opgen.pipeline.stages import EXECUTE  # noqa: E402
 
 
 def executed_shards(run: Path) -> set[str]:
@@ -33,7 +35,23 @@ def memory_waits(run: RunDir, shards: set[str]) -> dict:
             "worker_s": round(sum(line.get("worker_s") or 0.0 for line in lines), 1)}
 
 
-def figures(run: Path, shards: set[str]) -> dict:
+def lane_busy_share(run: RunDir, shards: set[str], lane_workers: int) -> float | None:
+    """The share of a lane's worker-seconds its workers spent on candidates while it held a shard: per shard, the
+    candidates' worker seconds over `lane_workers` times the busiest worker's (the shard ends with its last
+    candidate; the others wait for it). Below 1: workers idle on the shard's tail."""
+    busy = span = 0.0
+    for shard in shards:
+        by_worker: dict = {}
+        for line in run.rows(run.root / "shards" / shard, "execute"):
+            if line.get("worker_s") is not None:
+                by_worker[line.get("worker_pid")] = by_worker.get(line.get("worker_pid"), 0.0) + line["worker_s"]
+        if by_worker:
+            busy += sum(by_worker.values())
+            span += lane_workers * max(by_worker.values())
+    return round(busy / span, 3) if span else None
+
+
+def figures(run: Path, shards: set[str], lane_workers: int = EXECUTE.lane_workers) -> dict:
     rundir = RunDir(run)   # one reader: its rows are read once for the profile and the waits
     profile = execute_profile(rundir, skip=executed_shards(run) - shards)
     checks = dict(sorted(profile["check_s_per_candidate_seen"].items(), key=lambda item: -item[1]))
@@ -42,7 +60,8 @@ def figures(run: Path, shards: set[str]) -> dict:
             "check_s_per_candidate": checks, "lock_wait_share": profile["lock_wait_share"],
             "memory_wait_share": round(waits["memory_wait_s"] / waits["worker_s"], 4) if waits["worker_s"] else None,
             "cpu_share": profile["cpu_share"], "memory_retry": profile["memory_retry"],
-            "lock_holds": profile["lock_holds"], "lock_wait_by_eager_ms": profile["lock_wait_by_eager_ms"], **waits}
+            "lock_holds": profile["lock_holds"], "lock_wait_by_eager_ms": profile["lock_wait_by_eager_ms"],
+            "lane_busy_share": lane_busy_share(rundir, shards, lane_workers), **waits}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,19 +69,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("old", type=Path, help="the run folder of the earlier preview")
     parser.add_argument("new", type=Path, help="the run folder of the later preview of the same build")
     parser.add_argument("--json", action="store_true", help="one JSON document")
+    parser.add_argument("--lane-workers", type=int, default=EXECUTE.lane_workers,
+                        help=f"sandbox workers in an execute lane (default {EXECUTE.lane_workers}, the build's)")
     args = parser.parse_args(argv)
     old_shards, new_shards = executed_shards(args.old), executed_shards(args.new)
     if not new_shards >= old_shards:
         print(f"{args.new} lacks shards {args.old} executed: not a later preview of the same build", file=sys.stderr)
         return 2
-    report = {"before": figures(args.old, old_shards), "since": figures(args.new, new_shards - old_shards)}
+    report = {"before": figures(args.old, old_shards, args.lane_workers),
+              "since": figures(args.new, new_shards - old_shards, args.lane_workers)}
     if args.json:
         print(json.dumps(report, indent=1))
         return 0
     for name, part in report.items():
         print(f"{name}: {part['candidates']} candidates in {part['shards']} shards, {part['worker_s_mean']} worker-s "
               f"a candidate; lock wait {part['lock_wait_share']}, memory wait {part['memory_wait_share']}, CPU "
-              f"{part['cpu_share']}; retries {part['memory_retry']}, {part['waited_out']} waited out")
+              f"{part['cpu_share']}; retries {part['memory_retry']}, {part['waited_out']} waited out; lanes busy "
+              f"{part['lane_busy_share']} of their shards' span")
         print("  seconds a candidate by check: " + ", ".join(f"{k} {v}" for k, v in part["check_s_per_candidate"].items()))
         if part["lock_holds"]:
             print(f"  the GPU's lock: {json.dumps(part['lock_holds'])}")
