@@ -27,6 +27,7 @@ def _payload(record: dict, device: str, threads: int, runtime_window_ms, seed: i
             "bytes_moved": record.get("bytes_moved"), "timeout_s": timeout_s}
 
 
+MEMORY_RETRIES = 2   # tries again in a kept worker for a task whose checks ran short of GPU memory beside others
 LOCK_HOLD_FIGURES = ("lock_holds", "lock_holds_waited", "lock_held_s", "lock_hold_max_s")   # check_task's, on CUDA
 
 
@@ -113,20 +114,27 @@ def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int =
         slot_envs = slot_envs[offset:] + slot_envs[:offset]
     sharing = workers * lanes > 1   # other workers' checks on the same GPU
     retried: dict[int, str] = {}
+    lost_s: dict[int, float] = {}   # the seconds of a task's tries that ran short of GPU memory
     if reuse_pool:
         pool = shared_pool(workers, timeout_s, memory_mb, slot_envs, lane, threads)
-        results = pool.run_many(CHECK_FUNCTION, payloads, progress=progress, stop=stop)
-        if sharing:
-            # GPU memory runs short only while other checks hold it: such a task is tried again in a kept worker,
-            # twice at most, each time once the memory it needs is free (bounded: opgen/sandbox/gpu_memory.py).
-            # A try in a fresh worker took a median 23.7 s on an H100 against 5.2 s in a kept one (its imports and
-            # first compile), one after another while the shard waited: 23% of the execute workers' time on the
-            # first 1,018 candidates of the 6,000-task build.
-            for _ in range(2):
-                short = [i for i, result in enumerate(results) if _short_of_gpu_memory(result)]
-                again = [_retry_payload(payloads[i], results[i]) for i in short]
-                for index, result in zip(short, pool.run_many(CHECK_FUNCTION, again, stop=stop)):
-                    results[index], retried[index] = result, "kept worker"
+        # GPU memory runs short only while other checks hold it: such a task is tried again in a kept worker, twice
+        # at most, each time once the memory it needs is free (bounded: opgen/sandbox/gpu_memory.py). A try in a
+        # fresh worker took a median 23.7 s on an H100 against 5.2 s in a kept one (its imports and first compile),
+        # one after another while the shard waited: 23% of the execute workers' time on the first 1,018 candidates
+        # of the 6,000-task build. The try again is queued as soon as the short one ends: run after the whole
+        # shard's first tries, it left a lane's other worker idle (89 of 122 shards of that build's run at 1,508-2,019
+        # tasks held such tries again, 215 of 681 candidates, and a lane's workers were busy 78% of a shard's span).
+        retried_times: dict[int, int] = {}
+
+        def again(index: int, result: SandboxResult) -> dict | None:
+            if not sharing or not _short_of_gpu_memory(result) or retried_times.get(index, 0) >= MEMORY_RETRIES:
+                return None
+            retried_times[index] = retried_times.get(index, 0) + 1
+            retried[index] = "kept worker"
+            lost_s[index] = lost_s.get(index, 0.0) + result.seconds
+            return _retry_payload(payloads[index], result)
+
+        results = pool.run_many(CHECK_FUNCTION, payloads, progress=progress, stop=stop, again=again)
     else:
         with SandboxPool(workers, timeout_s, memory_mb, slot_envs=slot_envs, threads=threads) as pool:
             results = pool.run_many(CHECK_FUNCTION, payloads, progress=progress, stop=stop)
@@ -146,8 +154,10 @@ def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int =
     lines = []
     for index, (record, result) in enumerate(zip(records, results)):
         verdict = _verdict(result)
-        if index in retried:   # judged on a second try (see above): where
+        if index in retried:   # judged on a second try (see above): where, and the seconds its short tries took
             verdict.metrics["memory_retry"] = retried[index]
+            if index in lost_s:
+                verdict.metrics["memory_retry_lost_s"] = round(lost_s[index], 3)
         if funnel is not None:
             funnel.count(verdict)
         lines.append(verdict.line(record))

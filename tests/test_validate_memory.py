@@ -141,6 +141,35 @@ def test_a_task_short_of_gpu_memory_is_tried_again_in_a_kept_worker(pools_made, 
                     {"id": "short", "bytes_moved": 3 * 2**30, "timeout_s": 60, "memory_wait": True}]
 
 
+def test_a_try_again_does_not_wait_for_the_shard_s_other_first_tries(tmp_path):
+    """A task short of GPU memory is tried again as soon as a kept worker is free, while a slow task of the same
+    shard still runs its first try: a lane's other worker does not idle until the whole shard's first tries end.
+    Its verdict line says how long the short try took."""
+    slow_done, retried_at = tmp_path / "slow_done", tmp_path / "retried_at"
+    slow = (BAD / "trivial__identity.py").read_text().replace(
+        "    def forward(self, x):\n",
+        "    def forward(self, x):\n"
+        "        import os, time\n"
+        f"        if not os.path.exists({str(slow_done)!r}):\n"
+        "            time.sleep(4)\n"
+        f"            open({str(slow_done)!r}, 'w').write(repr(time.time()))\n")
+    short = _short_once(tmp_path / "ran").replace(
+        "    def forward(self, x):\n",
+        "    def forward(self, x):\n"
+        "        import os, time\n"
+        f"        if os.path.exists({str(tmp_path / 'ran')!r}) and not os.path.exists({str(retried_at)!r}):\n"
+        f"            open({str(retried_at)!r}, 'w').write(repr(time.time()))\n", 1)
+    try:
+        lines = validate.execute_verdicts([{"id": "slow", "code": slow}, {"id": "short", "code": short}], workers=2,
+                                          timeout_s=60, memory_mb=None, reuse_pool=True)
+    finally:
+        validate._KEPT_POOLS.close_except(set())
+    assert [line["reason"] for line in lines] == ["trivial", "trivial"]
+    assert lines[1]["memory_retry"] == "kept worker" and "memory_retry" not in lines[0]
+    assert 0 < lines[1]["memory_retry_lost_s"] < 60
+    assert float(retried_at.read_text()) < float(slow_done.read_text())
+
+
 def test_a_task_always_short_of_gpu_memory_is_tried_three_times_in_kept_workers(pools_made, payloads_sent):
     always_short = (BAD / "trivial__identity.py").read_text().replace(
         "    def forward(self, x):\n",

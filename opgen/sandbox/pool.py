@@ -273,11 +273,15 @@ class SandboxPool:
         self._pool.clear()
 
     def run_many(self, fn_path: str, payloads: list[dict], progress: bool = False,
-                 stop: threading.Event | None = None) -> list[SandboxResult]:
+                 stop: threading.Event | None = None,
+                 again: Callable[[int, SandboxResult], dict | None] | None = None) -> list[SandboxResult]:
         """Run `fn(payload)` for every payload; results in input order, exactly one per payload.
 
         Once `stop` is set no further payload is sent: the tasks under way finish, and the others come back with
-        status STOPPED (the caller no longer needs them)."""
+        status STOPPED (the caller no longer needs them). `again(index, result)`, called on each result as it
+        comes, may return a payload to run in its place: it joins the end of the queue at once, so a try again
+        waits for no other payload's first try to end, and its result replaces the first."""
+        payloads = list(payloads)
         results: list[SandboxResult | None] = [None] * len(payloads)
         pending = collections.deque(range(len(payloads)))
         bar = tqdm(total=len(payloads), file=sys.stderr, disable=not progress or not payloads, unit="task",
@@ -300,7 +304,13 @@ class SandboxPool:
                 selector.select(timeout)
                 for worker in list(self._pool):
                     done = self._service(worker, results)
-                    if done is not None:
+                    if done is None:
+                        continue
+                    retry = again(done, results[done]) if again is not None else None
+                    if retry is not None:
+                        payloads[done], results[done] = retry, None
+                        pending.append(done)
+                    else:
                         bar.update(1)
         finally:
             selector.close()
