@@ -29,7 +29,8 @@ def test_the_new_shards_are_measured_apart_from_the_old(tmp_path, capsys):
     old, new = tmp_path / "old" / "run", tmp_path / "new" / "run"
     for run in (old, new):
         _shard(run, "00000", [_row("a", 8.0), _row("b", 8.0)], compile_s=3.0)
-    _shard(new, "00001", [_row("c", 12.0, wait=6.0, memory_retry="kept worker", memory_waited_out=True),
+    _shard(new, "00001", [_row("c", 12.0, wait=6.0, memory_retry="kept worker", memory_waited_out=True,
+                               memory_retry_lost_s=2.5),
                           _row("d", 10.0)], compile_s=5.0)
     assert main([str(old), str(new), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
@@ -38,6 +39,7 @@ def test_the_new_shards_are_measured_apart_from_the_old(tmp_path, capsys):
     assert before["worker_s_mean"] == 8.0 and since["worker_s_mean"] == 11.0
     assert before["check_s_per_candidate"] == {"compile": 3.0} and since["check_s_per_candidate"] == {"compile": 5.0}
     assert since["memory_wait_s"] == 6.0 and since["memory_wait_share"] == round(6 / 22, 4)
+    assert since["retry_lost_s"] == 2.5 and before["retry_lost_s"] == 0.0
     assert since["waited_out"] == 1 and since["memory_retry"] == {"kept worker": 1}
     assert before["lock_wait_share"] == since["lock_wait_share"] == 0.25
 

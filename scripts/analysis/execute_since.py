@@ -2,9 +2,9 @@
 state previewed before and after some of its runs (scripts/analysis/state_preview.py), so the runs between them are
 measured apart from the ones before. Prints, for each folder's own shards and for the new ones: candidates, worker
 seconds a candidate and by check, the shares spent waiting for the GPU's lock and for free GPU memory, the GPU-memory
-retries and the retries that waited their whole bound, the checks' holds of the lock (where the verdict lines count
-them), the lock wait by the size of the task (its shared-GPU eager median), and how busy a lane's workers were
-while it held a shard.
+retries, those that waited their whole bound and the seconds of the short tries before them, the checks' holds of
+the lock (where the verdict lines count them), the lock wait by the size of the task (its shared-GPU eager median),
+and how busy a lane's workers were while it held a shard.
 
     python scripts/analysis/execute_since.py OLD/run NEW/run [--json] [--lane-workers N]
 """
@@ -31,6 +31,8 @@ def memory_waits(run: RunDir, shards: set[str]) -> dict:
     """Seconds the shards' candidates waited for free GPU memory before a retry, and the retries that waited out."""
     lines = [line for shard in sorted(shards) for line in run.rows(run.root / "shards" / shard, "execute")]
     return {"memory_wait_s": round(sum(line.get("memory_wait_s") or 0.0 for line in lines), 1),
+            # the tries that ran short before a retry judged the task: outside `worker_s`
+            "retry_lost_s": round(sum(line.get("memory_retry_lost_s") or 0.0 for line in lines), 1),
             "waited_out": sum(1 for line in lines if line.get("memory_waited_out")),
             "worker_s": round(sum(line.get("worker_s") or 0.0 for line in lines), 1)}
 
@@ -84,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, part in report.items():
         print(f"{name}: {part['candidates']} candidates in {part['shards']} shards, {part['worker_s_mean']} worker-s "
               f"a candidate; lock wait {part['lock_wait_share']}, memory wait {part['memory_wait_share']}, CPU "
-              f"{part['cpu_share']}; retries {part['memory_retry']}, {part['waited_out']} waited out; lanes busy "
+              f"{part['cpu_share']}; retries {part['memory_retry']}, {part['waited_out']} waited out, short tries "
+              f"before them {part['retry_lost_s']} s; lanes busy "
               f"{part['lane_busy_share']} of their shards' span")
         print("  seconds a candidate by check: " + ", ".join(f"{k} {v}" for k, v in part["check_s_per_candidate"].items()))
         if part["lock_holds"]:
