@@ -137,13 +137,16 @@ def test_torch_compile_in_the_forward_breaks_the_rule_at_run_time():
     assert result["reason"] == "torch_operator", result
 
 
-def test_the_work_folder_profiles_the_solutions_own_kernel(tmp_path, capsys, monkeypatch):
+def test_the_work_folder_verifies_and_profiles_the_solutions_own_kernel(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("OPGEN_EXTENSIONS_DIR", str(tmp_path / "builds"))
     folder = tmp_path / "work"
     assert main(["workdir", "--task", str(GPU_MATMUL), "--out", str(folder), "--device", "cuda"]) == 0
     (folder / "model_new.py").write_text(CUDA_SOLUTION)
     assert folder_main("compile", folder, ["--device", "cuda"]) == 0
     capsys.readouterr()
+    assert folder_main("verify", folder, ["--device", "cuda"]) == 0
+    verified = capsys.readouterr().out
+    assert verified.startswith("PASS: model_new.py is correct") and "The kernels-only rule holds" in verified, verified
     assert folder_main("profile", folder, ["--device", "cuda", "--json"]) == 0
     grade = json.loads(capsys.readouterr().out)
     kernels = [row["name"] for row in grade["breakdown"]["solution"]["rows"]]
