@@ -210,13 +210,11 @@ def gpu_lock(path: str | None, shared: bool = False, waits: LockWaits | None = N
                 waits.count(waiting, gated, locked, time.perf_counter())
 
 
-
-
 @contextlib.contextmanager
 def inductor_benchmarks_locked(path: str | None, waits: LockWaits | None = None) -> Iterator[LockWaits]:
     """Inductor's autotuning benchmarks (tens of ms of GPU per kernel config, run on a compiled kernel's first
     call) hold the shared lock, so a compile beside a timed trial never runs them inside its window. Yields the
-    benchmarks' holds of the lock (`waits`, else new ones), counted as they happen.
+    benchmarks' holds of the lock (`waits`, else new ones), each counted as it ends.
 
     Uses torch's own hook (`set_gpu_benchmark_lock_context`, torch >= 2.13); older releases get the module
     benchmarker's `benchmark_gpu` wrapped for the duration.
