@@ -28,7 +28,6 @@ def _payload(record: dict, device: str, threads: int, runtime_window_ms, seed: i
 
 
 MEMORY_RETRIES = 2   # tries again in a kept worker for a task whose checks ran short of GPU memory beside others
-LOCK_HOLD_FIGURES = ("lock_holds", "lock_holds_waited", "lock_held_s", "lock_hold_max_s")   # check_task's, on CUDA
 
 
 def _verdict(result: SandboxResult) -> Verdict:
@@ -57,7 +56,7 @@ def _verdict(result: SandboxResult) -> Verdict:
                           [(SANDBOX_STAGE, overhead), *checks])
         if value.get("lock_wait_s"):
             verdict.metrics["worker_lock_wait_s"] = value["lock_wait_s"]
-        verdict.metrics.update({f"worker_{key}": value[key] for key in LOCK_HOLD_FIGURES if key in value})
+        verdict.metrics.update({f"worker_{key}": figure for key, figure in (value.get("lock_holds") or {}).items()})
     if not verdict.stages:
         verdict.stages = [(SANDBOX_STAGE, result.seconds)]
     # the worker's wall and CPU seconds on the task, and which worker and which of its tasks it was (a first task

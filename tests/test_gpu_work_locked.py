@@ -155,7 +155,8 @@ def test_a_verdict_line_carries_the_checks_holds_of_the_lock():
     from opgen.sandbox.pool import SandboxResult
 
     holds = _lock_holds(LockWaits(seconds=0.5, holds=4, waited=1, held_s=0.25, longest_s=0.125))
-    value = {"reason": None, "detail": None, "metrics": {}, "stages": [["eager", 1.0]], "lock_wait_s": 0.5, **holds}
+    value = {"reason": None, "detail": None, "metrics": {}, "stages": [["eager", 1.0]], "lock_wait_s": 0.5,
+             "lock_holds": holds}
     line = _verdict(SandboxResult("ok", value, "", seconds=2.0)).metrics
     assert (line["worker_lock_wait_s"], line["worker_lock_holds"], line["worker_lock_holds_waited"],
             line["worker_lock_held_s"], line["worker_lock_hold_max_s"]) == (0.5, 4, 1, 0.25, 0.125)

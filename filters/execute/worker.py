@@ -63,7 +63,7 @@ CHECK_WORKER_NICENESS = 10
 def check_task(payload: dict) -> dict:
     """Run the execute checks (or the payload's `stages` of them) on one task: {"reason", "detail", "metrics",
     "stages": [[name, seconds], ...], "lock_wait_s"} (the last: seconds the checks waited for the GPU's lock,
-    included in their stage seconds; on CUDA their holds of it too: `_lock_holds`). A task tried again after it ran out of GPU memory beside other workers' tasks
+    included in their stage seconds), "lock_holds" (on CUDA, the checks' holds of it: `_lock_holds`). A task tried again after it ran out of GPU memory beside other workers' tasks
     (`memory_wait`) first waits for the memory it needs to come free (opgen/sandbox/gpu_memory.py)."""
     run = TaskRun.from_payload(payload)
     waited = {}
@@ -85,7 +85,7 @@ def check_task(payload: dict) -> dict:
     verdict.metrics.update(waited)
     return {"reason": verdict.reason, "detail": verdict.detail, "metrics": verdict.metrics,
             "stages": [list(stage) for stage in verdict.stages], "lock_wait_s": round(run.lock_wait_s, 4),
-            **_lock_holds(run.lock_waits)}
+            "lock_holds": _lock_holds(run.lock_waits)}
 
 
 def _lock_holds(waits: LockWaits) -> dict:

@@ -113,7 +113,8 @@ def lock_wait_by_eager_ms(lines: list[dict]) -> dict:
     names = [f"<{bound:g}" for bound in EAGER_MS_BANDS] + [f">={EAGER_MS_BANDS[-1]:g}", "none"]
     bands: dict[str, list[float]] = {name: [] for name in names}
     for line in lines:
-        if line.get("worker_s") is None or "worker_lock_wait_s" not in line and line.get("eager_ms_cuda") is None:
+        on_cuda = "worker_lock_wait_s" in line or "eager_ms_cuda" in line   # a CPU line holds neither
+        if line.get("worker_s") is None or not on_cuda:
             continue
         eager = line.get("eager_ms_cuda_shared", line.get("eager_ms_cuda"))
         upper = next((bound for bound in EAGER_MS_BANDS if eager is not None and eager < bound), None)
