@@ -40,6 +40,7 @@ def test_the_new_shards_are_measured_apart_from_the_old(tmp_path, capsys):
     assert before["check_s_per_candidate"] == {"compile": 3.0} and since["check_s_per_candidate"] == {"compile": 5.0}
     assert since["memory_wait_s"] == 6.0 and since["memory_wait_share"] == round(6 / 22, 4)
     assert since["retry_lost_s"] == 2.5 and before["retry_lost_s"] == 0.0
+    assert (since["retry_shards"], since["retried_worker_s_mean"], before["retry_shards"]) == (1, 12.0, 0)
     assert since["waited_out"] == 1 and since["memory_retry"] == {"kept worker": 1}
     assert before["lock_wait_share"] == since["lock_wait_share"] == 0.25
 
@@ -63,7 +64,9 @@ def test_the_lock_holds_and_the_wait_by_task_size(tmp_path, capsys):
            compile_s=5.0)
     assert main([str(old), str(new), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["before"]["lock_holds"] == {}
+    assert report["before"]["lock_holds"] == {} and report["before"]["measured_alone"] == {}
+    assert report["since"]["measured_alone"] == {"candidates": 1, "shared_over_alone": {"min": 6.25, "median": 6.25,
+                                                                                         "max": 6.25}}
     holds = report["since"]["lock_holds"]
     assert holds["candidates"] == 3 and holds["holds_per_candidate"] == 20.0 and holds["waited_share"] == 0.25
     assert holds["wait_s_per_waited_hold"] == round((2.0 + 4.0 + 3.0) / 15, 3)

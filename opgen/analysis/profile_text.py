@@ -44,6 +44,11 @@ def execute_lines(execute: dict, timed: bool) -> list[str]:
         lines.append("  lock wait a candidate by its shared-GPU eager median: " + ", ".join(
             f"{name} ms {_seconds(band['lock_wait_s_mean'])} ({band['candidates']})" for name, band in bands.items()
             if name != "none"))
+    alone = execute.get("measured_alone") or {}
+    if alone:
+        ratio = alone["shared_over_alone"]
+        lines.append(f"  measured again alone (read too slow beside the others): {alone['candidates']}, the shared "
+                     f"reading {ratio['median']:.3g}x the alone one (median; {ratio['min']:.3g}-{ratio['max']:.3g}x)")
     if execute["out_of_memory"] or execute["memory_retry"]:
         lines.append(f"  out of GPU memory: {_counts(execute['out_of_memory']) or 'none'}; judged on a retry: "
                      f"{_counts(execute['memory_retry']) or 'none'}")

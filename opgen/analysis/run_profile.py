@@ -82,7 +82,19 @@ def execute_profile(run: RunDir, skip: set[str] = frozenset()) -> dict:
             # candidates judged on a second try after running short of GPU memory: in a kept worker, or a fresh one
             "memory_retry": dict(Counter(line["memory_retry"] for line in lines if line.get("memory_retry"))),
             "gpu_peak_mb": peak_memory(lines), "lock_holds": lock_holds(lines),
-            "lock_wait_by_eager_ms": lock_wait_by_eager_ms(lines)}
+            "lock_wait_by_eager_ms": lock_wait_by_eager_ms(lines), "measured_alone": measured_alone(lines)}
+
+
+def measured_alone(lines: list[dict]) -> dict:
+    """The candidates the runtime check measured again with the GPU to itself (their shared-GPU median read above
+    the window), and how many times slower the shared reading was: what the other workers' kernels cost a pass."""
+    ratios = sorted(line["eager_ms_cuda_shared"] / line["eager_ms_cuda"] for line in lines
+                    if line.get("eager_ms_cuda_shared") and line.get("eager_ms_cuda"))
+    if not ratios:
+        return {}
+    return {"candidates": len(ratios), "shared_over_alone": {"min": round(ratios[0], 2),
+                                                             "median": round(statistics.median(ratios), 2),
+                                                             "max": round(ratios[-1], 2)}}
 
 
 def lock_holds(lines: list[dict]) -> dict:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -28,12 +29,16 @@ def executed_shards(run: Path) -> set[str]:
 
 
 def memory_waits(run: RunDir, shards: set[str]) -> dict:
-    """Seconds the shards' candidates waited for free GPU memory before a retry, and the retries that waited out."""
-    lines = [line for shard in sorted(shards) for line in run.rows(run.root / "shards" / shard, "execute")]
+    """Seconds the shards' candidates waited for free GPU memory before a retry, the retries that waited out, the
+    seconds of the short tries before them (outside `worker_s`), the shards that held retries and a retry's seconds."""
+    by_shard = {shard: run.rows(run.root / "shards" / shard, "execute") for shard in sorted(shards)}
+    lines = [line for rows in by_shard.values() for line in rows]
+    retried = [line["worker_s"] for line in lines if line.get("memory_retry") and line.get("worker_s")]
     return {"memory_wait_s": round(sum(line.get("memory_wait_s") or 0.0 for line in lines), 1),
-            # the tries that ran short before a retry judged the task: outside `worker_s`
             "retry_lost_s": round(sum(line.get("memory_retry_lost_s") or 0.0 for line in lines), 1),
             "waited_out": sum(1 for line in lines if line.get("memory_waited_out")),
+            "retry_shards": sum(1 for rows in by_shard.values() if any(line.get("memory_retry") for line in rows)),
+            "retried_worker_s_mean": round(statistics.mean(retried), 2) if retried else None,
             "worker_s": round(sum(line.get("worker_s") or 0.0 for line in lines), 1)}
 
 
@@ -63,7 +68,8 @@ def figures(run: Path, shards: set[str], lane_workers: int = EXECUTE.lane_worker
             "memory_wait_share": round(waits["memory_wait_s"] / waits["worker_s"], 4) if waits["worker_s"] else None,
             "cpu_share": profile["cpu_share"], "memory_retry": profile["memory_retry"],
             "lock_holds": profile["lock_holds"], "lock_wait_by_eager_ms": profile["lock_wait_by_eager_ms"],
-            "lane_busy_share": lane_busy_share(rundir, shards, lane_workers), **waits}
+            "lane_busy_share": lane_busy_share(rundir, shards, lane_workers),
+            "measured_alone": profile["measured_alone"], **waits}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name}: {part['candidates']} candidates in {part['shards']} shards, {part['worker_s_mean']} worker-s "
               f"a candidate; lock wait {part['lock_wait_share']}, memory wait {part['memory_wait_share']}, CPU "
               f"{part['cpu_share']}; retries {part['memory_retry']}, {part['waited_out']} waited out, short tries "
-              f"before them {part['retry_lost_s']} s; lanes busy "
+              f"before them {part['retry_lost_s']} s, {part['retry_shards']} shards held retries, a retry "
+              f"{part['retried_worker_s_mean']} s; lanes busy "
               f"{part['lane_busy_share']} of their shards' span")
         print("  seconds a candidate by check: " + ", ".join(f"{k} {v}" for k, v in part["check_s_per_candidate"].items()))
         if part["lock_holds"]:
