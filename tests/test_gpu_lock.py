@@ -9,7 +9,13 @@ import time
 
 import pytest
 
-from opgen.sandbox.gpus import LockWaits, compiled_graphs_locked, gpu_lock, inductor_benchmarks_locked
+from opgen.sandbox.gpus import (
+    LockWaits,
+    compiled_graphs_locked,
+    gpu_lock,
+    holding_gpu_lock,
+    inductor_benchmarks_locked,
+)
 
 
 def _hold(path: str, shared: bool, seconds: float, log: list, name: str) -> threading.Thread:
@@ -181,3 +187,28 @@ def test_an_exclusive_hold_says_so_in_the_quiet_registry_and_a_shared_one_does_n
     with gpu_lock(str(tmp_path / "gpu.lock")):
         assert marker.exists()
     assert not marker.exists()
+
+
+def test_a_check_s_outermost_holds_give_the_gpu_cache_back_when_the_device_is_short(tmp_path, monkeypatch):
+    """A pass's temporaries go back to the device at the end of each outermost hold (the device short of memory),
+    never inside one: the pass after a nested hold still has them, and a hold stays one hold."""
+    from filters.execute import task_run
+    from filters.execute.task_run import TaskRun
+
+    asked: list[bool] = []   # whether the lock was still held when the release was asked for
+    path = str(tmp_path / "gpu.lock")
+    monkeypatch.setattr(task_run, "release_cache_if_short", lambda: asked.append(holding_gpu_lock(path)) or True)
+    run = TaskRun(code="", name="t", device="cuda", gpu_lock_path=path)
+    monkeypatch.setattr(run, "synchronize", lambda: None)
+    with run.sharing_gpu():
+        with run.sharing_gpu():   # a forward pass inside a check's hold
+            pass
+        assert asked == []
+    with run.alone_on_gpu():
+        pass
+    assert asked == [True, True]   # one per outermost hold, given back before the lock is
+    assert run.cache_releases == 2
+    cpu_run = TaskRun(code="", name="t", device="cpu", gpu_lock_path=path)
+    with cpu_run.sharing_gpu():
+        pass
+    assert asked == [True, True] and cpu_run.cache_releases == 0

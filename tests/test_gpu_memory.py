@@ -84,3 +84,40 @@ def test_the_execute_retry_carries_the_need_its_failed_try_showed():
     assert again["bytes_moved"] == payload["bytes_moved"] and "memory_need_mb" not in payload
     blind = _retry_payload(payload, SandboxResult("error", None, "CUDA error: out of memory"))
     assert blind["memory_wait"] is True and "memory_need_mb" not in blind   # the estimate, as before
+
+
+def _releases(free_mb: float, cached: int) -> tuple[bool, list]:
+    given_back = []
+    done = gpu_memory.release_cache_if_short(free_and_total=lambda: (free_mb * 2**20, TOTAL_MB * 2**20),
+                                             cached_bytes=lambda: cached, release=lambda: given_back.append(1))
+    return done, given_back
+
+
+def test_a_worker_gives_its_cached_gpu_blocks_back_only_when_the_device_runs_short():
+    short = gpu_memory.RELEASE_BELOW_FREE_SHARE * TOTAL_MB - 1
+    assert _releases(short, cached=2**30) == (True, [1])
+    assert _releases(gpu_memory.RELEASE_BELOW_FREE_SHARE * TOTAL_MB, cached=2**30) == (False, [])   # room enough
+    assert _releases(short, cached=0) == (False, [])                                              # nothing cached
+
+
+def test_giving_the_cache_back_never_fails_the_task():
+    def broken():
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    assert gpu_memory.release_cache_if_short(free_and_total=broken) is False
+
+
+@pytest.mark.gpu
+def test_on_cuda_the_cache_goes_back_to_the_device_when_it_is_short():
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    kept = torch.empty(64 * 2**20, device="cuda")   # 256 MB that stays allocated
+    freed = torch.empty(64 * 2**20, device="cuda")
+    del freed
+    assert torch.cuda.memory_reserved() > torch.cuda.memory_allocated()
+    assert gpu_memory.release_cache_if_short(below_share=0.0) is False   # never short: the cache stays
+    assert gpu_memory.release_cache_if_short(below_share=1.01) is True   # always short: it goes back
+    assert torch.cuda.memory_reserved() - torch.cuda.memory_allocated() < 2**20
+    del kept

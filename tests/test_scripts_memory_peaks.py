@@ -29,3 +29,22 @@ def test_peaks_over_two_files_keep_each_worker_s_highest_sample(tmp_path, capsys
     assert memory_peaks.main([str(first), str(second), "--above-mb", "10000"]) == 0
     assert capsys.readouterr().out.splitlines()[0] == (
         "3 samples, 3 workers, 1 peaked above 10000 MB resident (highest 12000 MB)")
+
+
+def test_the_device_s_used_memory_and_busy_shares_over_the_samples(tmp_path, capsys):
+    samples = tmp_path / "m.jsonl"
+    rows = [{"t": 5 * i, "gpu_used_mb": mb, "gpu_busy_pct": busy, "cpu_busy_pct": cpu, "workers": []}
+            for i, (mb, busy, cpu) in enumerate([(60_000, 20, 50.0), (72_000, 40, 70.0), (80_000, 90, 90.0)])]
+    rows.append({"t": 20, "gpu_used_mb": None, "workers": []})   # a sample that could not read the device
+    samples.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    figures = memory_peaks.device(memory_peaks.read_samples([samples]), gpu_above_mb=70_000)
+    assert figures["gpu_samples"] == 3 and figures["gpu_above_share"] == 0.667
+    assert figures["gpu_used_mb"] == {"median": 72_000, "p90": 72_000, "max": 80_000}
+    assert figures["gpu_busy_pct"]["median"] == 40 and figures["cpu_busy_pct"]["median"] == 70.0
+    assert memory_peaks.main([str(samples)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-3:] == ["device: 72,000 MB used (median; 90th percentile 72,000, largest 80,000), past 70,000 MB in "
+                        "67% of 3 samples", "GPU kernel-busy: 40% (median; 90th percentile 40%)",
+                        "host CPU busy: 70% (median; 90th percentile 70%)"]
+    # samples without the device (a CPU machine, an older sampler): no device lines
+    assert memory_peaks.device([{"workers": []}], 70_000)["gpu_used_mb"] is None

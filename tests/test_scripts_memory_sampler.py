@@ -45,4 +45,5 @@ def test_a_sample_lists_each_worker_with_the_memory_it_keeps(tmp_path):
             sampler.wait()
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(lines) >= 2 and lines[1]["t"] > lines[0]["t"]
+    assert all(0.0 <= line["cpu_busy_pct"] <= 100.0 for line in lines) and lines[0]["gpu_busy_pct"] is None  # no GPU
     assert pids <= {row["pid"] for row in lines[0]["workers"]}

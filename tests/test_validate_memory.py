@@ -212,3 +212,21 @@ def test_the_gpu_peak_is_measured_only_where_it_can_be():
 
     # never raises: a torch without CUDA (this machine's) says no, and check_task then records no gpu_peak_mb
     assert worker._reset_gpu_peak() is torch.cuda.is_available()
+
+
+def test_run_profile_counts_what_the_other_workers_gpu_memory_cost():
+    from opgen.analysis import run_profile
+    from opgen.analysis.profile_text import execute_lines
+
+    lines = [{"memory_retry": "kept worker", "memory_retry_lost_s": 5.5, "gpu_cache_releases": 3},
+             {"memory_retry": "kept worker", "memory_retry_lost_s": 2.25, "gpu_cache_releases": 1},
+             {"reason": None}, {"reason": None}]
+    assert run_profile.memory_crowd(lines) == {"memory_retry_lost_s": 7.8, "gpu_cache_releases_per_candidate": 1.0}
+    assert run_profile.memory_crowd([]) == {"memory_retry_lost_s": 0.0, "gpu_cache_releases_per_candidate": 0.0}
+    execute = {"candidates": 4, "passed": 2, "passed_not_yet_timed": 0, "check_s_per_candidate_seen": {},
+               "cpu_share": 0.4, "lock_wait_share": 0.5, "out_of_memory": {"degenerate": 1},
+               "memory_retry": {"kept worker": 2}, **run_profile.memory_crowd(lines)}
+    text = execute_lines(execute, timed=True)
+    assert ("  rejected out of GPU memory, by check: degenerate 1; tried again after running short: kept worker 2, "
+            "their short tries 8 worker-s") in text
+    assert "  GPU cache given back to a device short of memory: 1.0 holds a candidate" in text

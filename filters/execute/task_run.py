@@ -17,7 +17,8 @@ import torch
 from filters.execute.tensors import values_digest
 from filters.window import DEFAULT_WINDOW_MS, Window
 from opgen.errors import TaskProblem
-from opgen.sandbox.gpus import LockWaits, gpu_lock
+from opgen.sandbox.gpu_memory import release_cache_if_short
+from opgen.sandbox.gpus import LockWaits, gpu_lock, holding_gpu_lock
 from opgen.sandbox.task import draw_inputs, input_seed, run_forward, synchronize
 from opgen.taskcode.dtypes import DEFAULT_DTYPE, TOLERANCES, Tolerance, tolerance_of
 
@@ -41,6 +42,7 @@ class TaskRun:
     work_ops: int = 0
     gpu_lock_path: str | None = None  # the GPU's lock (opgen.sandbox.gpus), shared by checks beside timed runs
     lock_waits: LockWaits = field(default_factory=LockWaits)   # the checks' holds of that lock, their waits
+    cache_releases: int = 0   # holds that ended giving the allocator's cache back, the device short of memory
 
     @classmethod
     def from_payload(cls, payload: dict) -> TaskRun:
@@ -107,12 +109,17 @@ class TaskRun:
     @contextlib.contextmanager
     def _holding_gpu(self, path: str | None, shared: bool) -> Iterator[None]:
         """The hold, its wait counted; the GPU work started inside it is waited for before it ends, whatever
-        happens (a task that raises may have kernels queued)."""
+        happens (a task that raises may have kernels queued). An outermost hold on CUDA ends by giving the
+        allocator's cached blocks back when the device runs short of memory (`release_cache_if_short`): the
+        temporaries of its passes are of no use to the other workers while this one waits for its next hold."""
+        outermost = not holding_gpu_lock(path)
         with gpu_lock(path, shared=shared, waits=self.lock_waits):
             try:
                 yield
             finally:
                 self.synchronize()
+                if outermost and self.device.startswith("cuda") and release_cache_if_short():
+                    self.cache_releases += 1
 
     def forward(self, model, inputs: list) -> list[torch.Tensor]:
         """One forward pass, waited for, holding the GPU's lock in shared mode.

@@ -83,6 +83,8 @@ def check_task(payload: dict) -> dict:
         # the most GPU memory the checks held at once: what the task needs beside other workers' checks
         verdict.metrics["gpu_peak_mb"] = round(torch.cuda.max_memory_reserved() / 2**20)
     verdict.metrics.update(waited)
+    if run.cache_releases:
+        verdict.metrics["gpu_cache_releases"] = run.cache_releases
     return {"reason": verdict.reason, "detail": verdict.detail, "metrics": verdict.metrics,
             "stages": [list(stage) for stage in verdict.stages], "lock_wait_s": round(run.lock_wait_s, 4),
             "lock_holds": _lock_holds(run.lock_waits)}

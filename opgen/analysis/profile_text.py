@@ -50,8 +50,13 @@ def execute_lines(execute: dict, timed: bool) -> list[str]:
         lines.append(f"  measured again alone (read too slow beside the others): {alone['candidates']}, the shared "
                      f"reading {ratio['median']:.3g}x the alone one (median; {ratio['min']:.3g}-{ratio['max']:.3g}x)")
     if execute["out_of_memory"] or execute["memory_retry"]:
-        lines.append(f"  out of GPU memory: {_counts(execute['out_of_memory']) or 'none'}; judged on a retry: "
-                     f"{_counts(execute['memory_retry']) or 'none'}")
+        lost = execute.get("memory_retry_lost_s")
+        lines.append(f"  rejected out of GPU memory, by check: {_counts(execute['out_of_memory']) or 'none'}; tried "
+                     f"again after running short: {_counts(execute['memory_retry']) or 'none'}"
+                     + (f", their short tries {lost:,.0f} worker-s" if lost else ""))
+    if execute.get("gpu_cache_releases_per_candidate"):
+        lines.append(f"  GPU cache given back to a device short of memory: {execute['gpu_cache_releases_per_candidate']}"
+                     " holds a candidate")
     peak = execute.get("gpu_peak_mb") or {}
     if peak:
         lines.append(f"  GPU memory a candidate's checks held at most: median {peak['median']:,} MB, 90th percentile "

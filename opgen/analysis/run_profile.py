@@ -81,8 +81,18 @@ def execute_profile(run: RunDir, skip: set[str] = frozenset()) -> dict:
             "out_of_memory": dict(memory),
             # candidates judged on a second try after running short of GPU memory: in a kept worker, or a fresh one
             "memory_retry": dict(Counter(line["memory_retry"] for line in lines if line.get("memory_retry"))),
+            **memory_crowd(lines),
             "gpu_peak_mb": peak_memory(lines), "lock_holds": lock_holds(lines),
             "lock_wait_by_eager_ms": lock_wait_by_eager_ms(lines), "measured_alone": measured_alone(lines)}
+
+
+def memory_crowd(lines: list[dict]) -> dict:
+    """What the other workers' GPU memory cost the candidates: the worker-seconds of the tries that ran short of it
+    before a try again (`memory_retry_lost_s`, which `worker_s` leaves out), and the holds a candidate that ended
+    giving the allocator's cache back to a device short of memory (`gpu_cache_releases`)."""
+    releases = sum(line.get("gpu_cache_releases") or 0 for line in lines)
+    return {"memory_retry_lost_s": round(sum(line.get("memory_retry_lost_s") or 0.0 for line in lines), 1),
+            "gpu_cache_releases_per_candidate": round(releases / len(lines), 2) if lines else 0.0}
 
 
 def measured_alone(lines: list[dict]) -> dict:

@@ -1,7 +1,9 @@
 """Each sandbox worker's peak memory in the samples scripts/gpu/memory_sampler.py took beside a build, and the
-workers whose resident memory passed a line: what they held on the host (anonymous, file) and on the GPU then.
+workers whose resident memory passed a line: what they held on the host (anonymous, file) and on the GPU then; and
+the device over all samples: its used memory, how often it was past a line, how busy it and the host's cores were.
 
-    python scripts/analysis/memory_peaks.py memory.jsonl.gz [more.jsonl.gz ...] [--above-mb 8000] [--json]
+    python scripts/analysis/memory_peaks.py memory.jsonl.gz [more.jsonl.gz ...] [--above-mb 8000]
+        [--gpu-above-mb 70000] [--json]
 """
 
 from __future__ import annotations
@@ -35,13 +37,32 @@ def peaks(samples: list[dict], above_mb: float) -> dict:
                             for w in over]}
 
 
+def _quantiles(values: list[float]) -> dict | None:
+    if not values:
+        return None
+    values = sorted(values)
+    return {"median": values[len(values) // 2], "p90": values[int(0.9 * (len(values) - 1))], "max": values[-1]}
+
+
+def device(samples: list[dict], gpu_above_mb: float) -> dict:
+    """The device over the samples that read it: used memory (median, 90th percentile, largest) and the share of
+    samples past `gpu_above_mb`; the GPU's kernel-busy and the host's CPU-busy percent (median, 90th percentile)."""
+    used = [sample["gpu_used_mb"] for sample in samples if sample.get("gpu_used_mb")]
+    return {"gpu_samples": len(used), "gpu_used_mb": _quantiles(used), "gpu_above_mb": gpu_above_mb,
+            "gpu_above_share": round(sum(mb > gpu_above_mb for mb in used) / len(used), 3) if used else None,
+            "gpu_busy_pct": _quantiles([s["gpu_busy_pct"] for s in samples if s.get("gpu_busy_pct") is not None]),
+            "cpu_busy_pct": _quantiles([s["cpu_busy_pct"] for s in samples if s.get("cpu_busy_pct") is not None])}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="+", type=Path)
     parser.add_argument("--above-mb", type=float, default=8000.0)
+    parser.add_argument("--gpu-above-mb", type=float, default=70000.0)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    report = peaks(read_samples(args.files), args.above_mb)
+    samples = read_samples(args.files)
+    report = {**peaks(samples, args.above_mb), "device": device(samples, args.gpu_above_mb)}
     if args.json:
         print(json.dumps(report))
         return 0
@@ -50,6 +71,14 @@ def main(argv: list[str] | None = None) -> int:
     for worker in report["peaks_above"]:
         print(f"  pid {worker['pid']}: {worker['rss_mb']} MB resident, {worker['anon_mb']} anonymous, "
               f"{worker['file_mb']} file, {worker['gpu_mb']} MB on the GPU")
+    on = report["device"]
+    if on["gpu_used_mb"]:
+        used = on["gpu_used_mb"]
+        print(f"device: {used['median']:,} MB used (median; 90th percentile {used['p90']:,}, largest {used['max']:,}), "
+              f"past {args.gpu_above_mb:,.0f} MB in {on['gpu_above_share']:.0%} of {on['gpu_samples']} samples")
+    for name, key in (("GPU kernel-busy", "gpu_busy_pct"), ("host CPU busy", "cpu_busy_pct")):
+        if on[key]:
+            print(f"{name}: {on[key]['median']:g}% (median; 90th percentile {on[key]['p90']:g}%)")
     return 0
 
 
