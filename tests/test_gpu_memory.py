@@ -100,6 +100,14 @@ def test_a_worker_gives_its_cached_gpu_blocks_back_only_when_the_device_runs_sho
     assert _releases(short, cached=0) == (False, [])                                              # nothing cached
 
 
+def test_a_build_s_environment_can_set_the_share_or_turn_the_release_off(monkeypatch):
+    short = gpu_memory.RELEASE_BELOW_FREE_SHARE * TOTAL_MB - 1
+    monkeypatch.setenv(gpu_memory.RELEASE_SHARE_ENV, "0")
+    assert _releases(short, cached=2**30) == (False, [])
+    monkeypatch.setenv(gpu_memory.RELEASE_SHARE_ENV, "0.5")
+    assert _releases(0.4 * TOTAL_MB, cached=2**30) == (True, [1])
+
+
 def test_giving_the_cache_back_never_fails_the_task():
     def broken():
         raise RuntimeError("CUDA error: an illegal memory access was encountered")

@@ -3,6 +3,7 @@ the memory it is expected to need free (bounded), so that its retry does not mee
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Callable
@@ -99,18 +100,24 @@ def wait_before_retry(payload: dict, default_timeout_s: float) -> dict:
 # already give the cache back after each check; a check of many passes (the every-operator rule, the rough
 # runtime, the input draws) kept its largest pass's temporaries through every wait for the lock in between.
 RELEASE_BELOW_FREE_SHARE = 0.25
+# Set in a build's environment (its workers inherit it), another share: 0 never gives the cache back within a check,
+# as before, for comparing the two on one machine (scripts/gpu/dataset.sh MODE=restart).
+RELEASE_SHARE_ENV = "OPGEN_GPU_CACHE_RELEASE_SHARE"
 
 
-def release_cache_if_short(below_share: float = RELEASE_BELOW_FREE_SHARE,
+def release_cache_if_short(below_share: float | None = None,
                            free_and_total: Callable[[], tuple[int, int]] | None = None,
                            cached_bytes: Callable[[], int] | None = None,
                            release: Callable[[], None] | None = None) -> bool:
     """In a worker on CUDA: give this process's cached GPU blocks back to the device (`torch.cuda.empty_cache`) when
-    the device has less than `below_share` of its memory free and this process caches any; whether it did. Never
-    raises: a broken context is for the task's own run to report. The callables stand in for torch's in tests."""
+    the device has less than `below_share` of its memory free (default: RELEASE_SHARE_ENV, else
+    RELEASE_BELOW_FREE_SHARE) and this process caches any; whether it did. Never raises: a broken context is for the
+    task's own run to report. The callables stand in for torch's in tests."""
     import torch
 
     try:
+        if below_share is None:
+            below_share = float(os.environ.get(RELEASE_SHARE_ENV, RELEASE_BELOW_FREE_SHARE))
         if free_and_total is None and not torch.cuda.is_initialized():
             return False
         free, total = (free_and_total or torch.cuda.mem_get_info)()

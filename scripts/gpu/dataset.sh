@@ -15,7 +15,9 @@
 #     call brings the samples back as $OUT/memory.jsonl.gz.
 #   MODE=stop: end the background build (SIGTERM: it saves its state on the way out) and copy the state.
 #   MODE=restart: end it the same way and start it again here (with this call's BUILD_FLAGS), resuming from its run
-#     folder; then as MODE=hold. Two splits of the cores compared on one machine, one after the other.
+#     folder; then as MODE=hold. Two splits of the cores compared on one machine, one after the other; or, with
+#     OPGEN_GPU_CACHE_RELEASE_SHARE=0 in this call's environment (the build and its workers inherit it), the check
+#     workers keeping their GPU cache through a check's holds, against the default (opgen/sandbox/gpu_memory.py).
 #   MODE=agree: end it the same way, time AGREE_N of its timed tasks drawn at random with the independent one-process
 #     timer (scripts/analysis/agreement.py, nothing else on the GPU) into $OUT/agreement.json, then start it again
 #     here and wait as MODE=hold (WAIT_S counts from the restart).
