@@ -4,6 +4,8 @@ tensor op the checks run and whether the lock was held then."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -161,3 +163,30 @@ def test_a_verdict_line_carries_the_checks_holds_of_the_lock():
     assert (line["worker_lock_wait_s"], line["worker_lock_holds"], line["worker_lock_holds_waited"],
             line["worker_lock_held_s"], line["worker_lock_hold_max_s"]) == (0.5, 4, 1, 0.25, 0.125)
     assert _lock_holds(LockWaits()) == {}
+
+
+class _Holding(Filter):
+    """A check that holds the GPU's lock itself, once, for `seconds`."""
+
+    holds_gpu_lock_itself = True
+
+    def __init__(self, name: str, seconds: float):
+        self.name, self.seconds = name, seconds
+
+    def filter(self, run: TaskRun) -> Verdict:
+        with run.sharing_gpu():
+            time.sleep(self.seconds)
+        return Verdict.ok()
+
+
+def test_the_verdict_line_names_the_check_that_took_the_longest_hold(tmp_path):
+    """Which check's hold a timed run waiting at the gate waited for, at worst: the check of the task's longest hold,
+    whichever came first; the task's longest hold stays the longest over all its checks."""
+    from filters.execute.worker import _lock_holds
+
+    run = TaskRun(code="", name="t", gpu_lock_path=str(tmp_path / "gpu.lock"))
+    checks = [OnTheGpu(_Holding("short", 0.01)), OnTheGpu(_Holding("long", 0.08)), OnTheGpu(_Holding("after", 0.01))]
+    assert judge(run, checks).keep
+    assert run.longest_hold_check == "long" and run.lock_waits.longest_s >= 0.08 and run.lock_waits.holds == 3
+    holds = _lock_holds(run.lock_waits, run.longest_hold_check)
+    assert holds["lock_hold_max_check"] == "long" and holds["lock_hold_max_s"] == round(run.lock_waits.longest_s, 4)

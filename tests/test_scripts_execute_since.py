@@ -57,10 +57,12 @@ def test_the_lock_holds_and_the_wait_by_task_size(tmp_path, capsys):
     for run in (old, new):
         _shard(run, "00000", [_row("a", 8.0)], compile_s=3.0)
     holds = {"worker_lock_holds": 20, "worker_lock_holds_waited": 5, "worker_lock_held_s": 2.0}
-    _shard(new, "00001", [_row("b", 8.0, eager_ms_cuda=3.0, worker_lock_hold_max_s=0.5, worker_pid=1, **holds),
+    _shard(new, "00001", [_row("b", 8.0, eager_ms_cuda=3.0, worker_lock_hold_max_s=0.5, worker_pid=1,
+                               worker_lock_hold_max_check="degenerate", **holds),
                           _row("c", 16.0, eager_ms_cuda=40.0, eager_ms_cuda_shared=250.0, worker_lock_hold_max_s=1.5,
-                               worker_pid=2, **holds),
-                          _row("d", 12.0, eager_ms_cuda=30.0, worker_lock_hold_max_s=0.1, worker_pid=1, **holds)],
+                               worker_pid=2, worker_lock_hold_max_check="runtime", **holds),
+                          _row("d", 12.0, eager_ms_cuda=30.0, worker_lock_hold_max_s=0.1, worker_pid=1,
+                               worker_lock_hold_max_check="degenerate", **holds)],
            compile_s=5.0)
     assert main([str(old), str(new), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
@@ -72,6 +74,7 @@ def test_the_lock_holds_and_the_wait_by_task_size(tmp_path, capsys):
     assert holds["wait_s_per_waited_hold"] == round((2.0 + 4.0 + 3.0) / 15, 3)
     assert holds["held_share"] == round(6.0 / 36.0, 4)
     assert holds["longest_hold_s"] == {"median": 0.5, "p90": 0.5, "max": 1.5}
+    assert holds["longest_hold_check"] == {"degenerate": 0.667, "runtime": 0.333}
     assert report["since"]["lock_wait_by_eager_ms"] == {"<5": {"candidates": 1, "lock_wait_s_mean": 2.0},
                                                         "<60": {"candidates": 1, "lock_wait_s_mean": 3.0},
                                                         ">=60": {"candidates": 1, "lock_wait_s_mean": 4.0}}

@@ -230,3 +230,7 @@ def test_run_profile_counts_what_the_other_workers_gpu_memory_cost():
     assert ("  rejected out of GPU memory, by check: degenerate 1; tried again after running short: kept worker 2, "
             "their short tries 8 worker-s") in text
     assert "  GPU cache given back to a device short of memory: 1.0 holds a candidate" in text
+    execute["lock_holds"] = {"holds_per_candidate": 20.0, "waited_share": 0.25, "wait_s_per_waited_hold": 0.6,
+                             "held_share": 0.3, "longest_hold_s": {"median": 0.5, "p90": 1.0, "max": 2.0},
+                             "longest_hold_check": {"degenerate": 0.667, "runtime": 0.333}}
+    assert "    the check that took it: degenerate 67%, runtime 33%" in execute_lines(execute, timed=True)

@@ -43,6 +43,7 @@ class TaskRun:
     gpu_lock_path: str | None = None  # the GPU's lock (opgen.sandbox.gpus), shared by checks beside timed runs
     lock_waits: LockWaits = field(default_factory=LockWaits)   # the checks' holds of that lock, their waits
     cache_releases: int = 0   # holds that ended giving the allocator's cache back, the device short of memory
+    longest_hold_check: str | None = None   # the check that took the longest of those holds (on CUDA)
 
     @classmethod
     def from_payload(cls, payload: dict) -> TaskRun:

@@ -39,6 +39,7 @@ class OnTheGpu(Filter):
         self.reads, self.writes = check.reads, check.writes
 
     def filter(self, run: TaskRun) -> Verdict:
+        longest_before, run.lock_waits.longest_s = run.lock_waits.longest_s, 0.0
         try:
             if getattr(self.check, "holds_gpu_lock_itself", False):
                 return self.check.filter(run)
@@ -46,6 +47,9 @@ class OnTheGpu(Filter):
                 return self.check.filter(run)
         finally:
             torch.cuda.empty_cache()
+            if run.lock_waits.longest_s > longest_before:   # this check took the task's longest hold so far
+                run.longest_hold_check = self.name
+            run.lock_waits.longest_s = max(longest_before, run.lock_waits.longest_s)
 
 
 def stages_for(device: str) -> tuple[Filter, ...]:
@@ -87,15 +91,17 @@ def check_task(payload: dict) -> dict:
         verdict.metrics["gpu_cache_releases"] = run.cache_releases
     return {"reason": verdict.reason, "detail": verdict.detail, "metrics": verdict.metrics,
             "stages": [list(stage) for stage in verdict.stages], "lock_wait_s": round(run.lock_wait_s, 4),
-            "lock_holds": _lock_holds(run.lock_waits)}
+            "lock_holds": _lock_holds(run.lock_waits, run.longest_hold_check)}
 
 
-def _lock_holds(waits: LockWaits) -> dict:
-    """The checks' holds of the GPU's lock, on CUDA: how many, how many waited, the seconds held, the longest."""
+def _lock_holds(waits: LockWaits, longest_check: str | None = None) -> dict:
+    """The checks' holds of the GPU's lock, on CUDA: how many, how many waited, the seconds held, the longest and
+    the check that took it (what a timed run waiting at the gate waited for, at worst)."""
     if not waits.holds:
         return {}
     return {"lock_holds": waits.holds, "lock_holds_waited": waits.waited, "lock_held_s": round(waits.held_s, 4),
-            "lock_hold_max_s": round(waits.longest_s, 4)}
+            "lock_hold_max_s": round(waits.longest_s, 4),
+            **({"lock_hold_max_check": longest_check} if longest_check else {})}
 
 
 def _reset_gpu_peak() -> bool:

@@ -39,6 +39,9 @@ def execute_lines(execute: dict, timed: bool) -> list[str]:
                      f"of them waited ({_seconds(holds['wait_s_per_waited_hold'])} each), held "
                      f"{_share(holds['held_share'])} of the time; a candidate's longest hold median "
                      f"{_seconds(longest['median'])}, 90th percentile {_seconds(longest['p90'])}")
+        if holds.get("longest_hold_check"):
+            lines.append("    the check that took it: " + ", ".join(
+                f"{name} {_share(share)}" for name, share in holds["longest_hold_check"].items()))
     bands = execute.get("lock_wait_by_eager_ms") or {}
     if bands:
         lines.append("  lock wait a candidate by its shared-GPU eager median: " + ", ".join(

@@ -123,7 +123,16 @@ def lock_holds(lines: list[dict]) -> dict:
             if waited else None,
             "held_share": seconds_share(counted, "worker_lock_held_s", "worker_s"),
             "longest_hold_s": {"median": longest[len(longest) // 2], "p90": longest[int(0.9 * (len(longest) - 1))],
-                               "max": longest[-1]}}
+                               "max": longest[-1]},
+            # the check that took a candidate's longest hold: share of the candidates that name one, most first
+            "longest_hold_check": shares(Counter(line["worker_lock_hold_max_check"] for line in counted
+                                                 if line.get("worker_lock_hold_max_check")))}
+
+
+def shares(counts: Counter) -> dict[str, float]:
+    """Each key's share of the counts, largest first."""
+    total = sum(counts.values())
+    return {key: round(count / total, 3) for key, count in counts.most_common()} if total else {}
 
 
 EAGER_MS_BANDS = (5.0, 20.0, 60.0)   # the rough shared-GPU eager median's bands, in ms
