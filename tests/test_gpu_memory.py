@@ -108,6 +108,17 @@ def test_a_build_s_environment_can_set_the_share_or_turn_the_release_off(monkeyp
     assert _releases(0.4 * TOTAL_MB, cached=2**30) == (True, [1])
 
 
+@pytest.mark.parametrize("value", ["half", "1.5", "-0.1", "nan"])
+def test_a_malformed_gpu_cache_setting_stops_a_build_with_one_line_and_status_2(value, tmp_path, monkeypatch, capsys):
+    from opgen.cli import main
+
+    monkeypatch.setenv(gpu_memory.RELEASE_SHARE_ENV, value)
+    assert main(["build", "--n", "2", "--out", str(tmp_path / "run"), "--device", "cpu", "--profile", "smoke"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and gpu_memory.RELEASE_SHARE_ENV in err[0] and "Traceback" not in err[0]
+    assert not (tmp_path / "run" / "shards").exists()   # before any work
+
+
 def test_giving_the_cache_back_never_fails_the_task():
     def broken():
         raise RuntimeError("CUDA error: an illegal memory access was encountered")

@@ -39,6 +39,7 @@ from opgen.pipeline.stages import EXECUTE, SAMPLE, TIMING, timing_lanes
 from opgen.pipeline.state import read_state, restore_state, snapshot_state, write_state
 from opgen.records import EXECUTE_COLUMNS
 from opgen.sandbox.faults import ErrorRun
+from opgen.sandbox.gpu_memory import release_share
 from opgen.sandbox.gpus import visible_gpu_models
 from opgen.timing.driver import harness_failed, start_kept_pools
 from opgen.timing.guard import suspicions
@@ -668,6 +669,7 @@ def run_build(config: BuildConfig, run_dir: str | Path, executor: LocalExecutor 
     """Build (or resume) the dataset of `config` in `run_dir` with `executor` (default: local, 2 workers);
     `save_state` keeps the build's state in that file as it goes, `resume_from` restores one first (state.py);
     `sizing_note` says in the log how the worker counts were chosen."""
+    release_share()   # a malformed GPU cache setting in the environment stops the build before any work
     own = executor is None
     executor = executor or LocalExecutor(2)
     try:

@@ -1,5 +1,6 @@
-"""A task that ran out of GPU memory beside other workers' tasks waits, before it is tried again, until the GPU has
-the memory it is expected to need free (bounded), so that its retry does not meet the same crowd."""
+"""GPU memory shared by many workers' tasks: a task that ran out of it beside the others waits, before it is tried
+again, until the GPU has the memory it is expected to need free (bounded), so that its retry does not meet the same
+crowd; and a check worker gives its allocator's cache back between its holds while the device is short."""
 
 from __future__ import annotations
 
@@ -105,19 +106,37 @@ RELEASE_BELOW_FREE_SHARE = 0.25
 RELEASE_SHARE_ENV = "OPGEN_GPU_CACHE_RELEASE_SHARE"
 
 
+def release_share(environ: dict | None = None) -> float:
+    """The share of free memory under which a check worker gives its cache back: RELEASE_SHARE_ENV, else
+    RELEASE_BELOW_FREE_SHARE; UsageError (one line, exit 2) for a value that is not a number from 0 to 1 (a build
+    checks it before any work)."""
+    from opgen.errors import UsageError
+
+    text = (os.environ if environ is None else environ).get(RELEASE_SHARE_ENV)
+    if text is None:
+        return RELEASE_BELOW_FREE_SHARE
+    try:
+        share = float(text)
+    except ValueError:
+        share = -1.0
+    if not 0.0 <= share <= 1.0:
+        raise UsageError(f"{RELEASE_SHARE_ENV}={text!r}: a share of the GPU's memory from 0 to 1 (0: never)")
+    return share
+
+
 def release_cache_if_short(below_share: float | None = None,
                            free_and_total: Callable[[], tuple[int, int]] | None = None,
                            cached_bytes: Callable[[], int] | None = None,
                            release: Callable[[], None] | None = None) -> bool:
     """In a worker on CUDA: give this process's cached GPU blocks back to the device (`torch.cuda.empty_cache`) when
-    the device has less than `below_share` of its memory free (default: RELEASE_SHARE_ENV, else
-    RELEASE_BELOW_FREE_SHARE) and this process caches any; whether it did. Never raises: a broken context is for the
+    the device has less than `below_share` of its memory free (default: `release_share()`) and this process caches
+    any; whether it did. Never raises: a broken context is for the
     task's own run to report. The callables stand in for torch's in tests."""
     import torch
 
     try:
         if below_share is None:
-            below_share = float(os.environ.get(RELEASE_SHARE_ENV, RELEASE_BELOW_FREE_SHARE))
+            below_share = release_share()
         if free_and_total is None and not torch.cuda.is_initialized():
             return False
         free, total = (free_and_total or torch.cuda.mem_get_info)()
