@@ -122,8 +122,7 @@ def lock_holds(lines: list[dict]) -> dict:
             "wait_s_per_waited_hold": round(sum(line.get("worker_lock_wait_s") or 0.0 for line in counted) / waited, 3)
             if waited else None,
             "held_share": seconds_share(counted, "worker_lock_held_s", "worker_s"),
-            "longest_hold_s": {"median": longest[len(longest) // 2], "p90": longest[int(0.9 * (len(longest) - 1))],
-                               "max": longest[-1]},
+            "longest_hold_s": spread(longest),
             # the check that took a candidate's longest hold: share of the candidates that name one, most first
             "longest_hold_check": shares(Counter(line["worker_lock_hold_max_check"] for line in counted
                                                  if line.get("worker_lock_hold_max_check")))}
@@ -161,8 +160,15 @@ def peak_memory(lines: list[dict]) -> dict:
     peaks = sorted(line["gpu_peak_mb"] for line in lines if line.get("gpu_peak_mb") is not None)
     if not peaks:
         return {}
-    return {"candidates": len(peaks), "median": peaks[len(peaks) // 2], "p90": peaks[int(0.9 * (len(peaks) - 1))],
-            "max": peaks[-1], "largest_12_sum": sum(peaks[-12:])}
+    return {"candidates": len(peaks), **spread(peaks), "largest_12_sum": sum(peaks[-12:])}
+
+
+def spread(values: list) -> dict:
+    """The median, 90th percentile and largest of `values` (sorted here; none: {})."""
+    values = sorted(values)
+    if not values:
+        return {}
+    return {"median": values[len(values) // 2], "p90": values[int(0.9 * (len(values) - 1))], "max": values[-1]}
 
 
 def first_tasks(lines: list[dict]) -> dict:

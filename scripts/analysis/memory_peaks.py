@@ -11,7 +11,12 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from opgen.analysis.run_profile import spread  # noqa: E402
 
 
 def read_samples(paths: list[Path]) -> list[dict]:
@@ -37,21 +42,18 @@ def peaks(samples: list[dict], above_mb: float) -> dict:
                             for w in over]}
 
 
-def _quantiles(values: list[float]) -> dict | None:
-    if not values:
-        return None
-    values = sorted(values)
-    return {"median": values[len(values) // 2], "p90": values[int(0.9 * (len(values) - 1))], "max": values[-1]}
+def _spread(values: list[float]) -> dict | None:
+    return spread(values) or None
 
 
 def device(samples: list[dict], gpu_above_mb: float) -> dict:
     """The device over the samples that read it: used memory (median, 90th percentile, largest) and the share of
     samples past `gpu_above_mb`; the GPU's kernel-busy and the host's CPU-busy percent (median, 90th percentile)."""
     used = [sample["gpu_used_mb"] for sample in samples if sample.get("gpu_used_mb")]
-    return {"gpu_samples": len(used), "gpu_used_mb": _quantiles(used), "gpu_above_mb": gpu_above_mb,
+    return {"gpu_samples": len(used), "gpu_used_mb": _spread(used), "gpu_above_mb": gpu_above_mb,
             "gpu_above_share": round(sum(mb > gpu_above_mb for mb in used) / len(used), 3) if used else None,
-            "gpu_busy_pct": _quantiles([s["gpu_busy_pct"] for s in samples if s.get("gpu_busy_pct") is not None]),
-            "cpu_busy_pct": _quantiles([s["cpu_busy_pct"] for s in samples if s.get("cpu_busy_pct") is not None])}
+            "gpu_busy_pct": _spread([s["gpu_busy_pct"] for s in samples if s.get("gpu_busy_pct") is not None]),
+            "cpu_busy_pct": _spread([s["cpu_busy_pct"] for s in samples if s.get("cpu_busy_pct") is not None])}
 
 
 def main(argv: list[str] | None = None) -> int:
