@@ -9,7 +9,7 @@ from filters.base import Funnel, Verdict
 from filters.execute import STAGE_NAMES
 from filters.static import STATIC_FILTERS, static_verdicts
 from opgen.sandbox.faults import ErrorRun
-from opgen.sandbox.gpu_memory import need_shown_by_failure
+from opgen.sandbox.gpu_memory import retry_payload
 from opgen.sandbox.gpus import gpu_slot_envs
 from opgen.sandbox.pool import KeptPools, SandboxPool, SandboxResult, out_of_memory, over_memory_limit
 
@@ -170,8 +170,7 @@ def _retry_payload(payload: dict, failed: SandboxResult) -> dict:
     (opgen/sandbox/gpu_memory.py)."""
     value = failed.value if isinstance(failed.value, dict) else {}
     metrics = value.get("metrics") if isinstance(value.get("metrics"), dict) else {}
-    shown = need_shown_by_failure(metrics.get("gpu_peak_mb"), value.get("detail") or failed.detail)
-    return {**payload, "memory_wait": True, **({"memory_need_mb": round(shown)} if shown else {})}
+    return retry_payload(payload, metrics.get("gpu_peak_mb"), value.get("detail") or failed.detail)
 
 
 def _short_of_gpu_memory(result: SandboxResult) -> bool:

@@ -52,6 +52,7 @@ COLUMN_REGISTRY: tuple[Column, ...] = (
       for answer, what in (("zero", "all zeros"), ("constant", "one constant (another draw's median)"),
                            ("stale", "another input draw's output"))),
     Column("eager_ms_cuda", _F, "execute", "", published=False),   # the runtime check's rough eager median
+    Column("gpu_peak_mb", _I, "execute", "", published=False),   # the checks' GPU memory peak: a timing retry's need
     Column("dtype", _S, "execute", "the precision the task runs in (`fp32`)"),
     Column("atol", _F, "execute", "absolute tolerance of the checks (compile against eager, the visibility and "
                                   "every-operator rules): the consumer's"),

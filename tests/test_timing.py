@@ -15,6 +15,7 @@ import torch
 
 from filters.window import RuntimeWindow
 from opgen.records import TIMING_COLUMNS
+from opgen.sandbox.gpu_memory import need_shown_by_failure
 from opgen.timing.driver import time_records, timing_summary
 from opgen.timing.measure import summarize
 from tests.conftest import side_by_side
@@ -232,7 +233,8 @@ def recording_measure_task(payload: dict) -> dict:
     from opgen.timing.measure import measure_task
 
     with open(os.environ["OPGEN_TEST_PAYLOAD_LOG"], "a") as log:
-        log.write(json.dumps({key: payload.get(key) for key in ("bytes_moved", "timeout_s", "memory_wait")}) + "\n")
+        log.write(json.dumps({key: payload.get(key) for key in ("bytes_moved", "timeout_s", "memory_wait",
+                                                                 "memory_need_mb")}) + "\n")
     return measure_task(payload)
 
 
@@ -246,12 +248,31 @@ def test_a_task_short_of_gpu_memory_is_timed_again_once_its_memory_is_free(tmp_p
                                      "            raise RuntimeError('CUDA out of memory. Tried to allocate 2 GiB')\n")
     monkeypatch.setenv("OPGEN_TEST_PAYLOAD_LOG", str(log))
     monkeypatch.setattr(timing, "FN_PATH", f"{__name__}:recording_measure_task")
-    [row] = time_records([{"id": "short", "code": short_once, "bytes_moved": 2**20, "flops": 1e6}], device="cpu", trials=2,
-                         warmups=0, with_compile=False, progress=False, timeout_s=300)
+    # the execute checks' peak (6,000 MB) and the failed allocation (2 GiB): what the retry waits for, not the
+    # estimate from the bytes moved (its operators' traffic, far more than is ever live at once)
+    record = {"id": "short", "code": short_once, "bytes_moved": 2**40, "flops": 1e6, "gpu_peak_mb": 6000}
+    [row] = time_records([record], device="cpu", trials=2, warmups=0, with_compile=False, progress=False,
+                         timeout_s=300)
     assert row["timing_status"] == "ok" and row["eager_ms"] > 0
     sent = [json.loads(line) for line in log.read_text().splitlines()]
-    assert sent == [{"bytes_moved": 2**20, "timeout_s": 300, "memory_wait": None},
-                    {"bytes_moved": 2**20, "timeout_s": 300, "memory_wait": True}]
+    need = round(need_shown_by_failure(6000, "Tried to allocate 2 GiB"))
+    assert need == round(1.25 * (6000 + 2048))
+    assert sent == [{"bytes_moved": 2**40, "timeout_s": 300, "memory_wait": None, "memory_need_mb": None},
+                    {"bytes_moved": 2**40, "timeout_s": 300, "memory_wait": True, "memory_need_mb": need}]
+
+
+def test_a_timing_retry_without_a_measured_peak_waits_for_the_failed_allocation_or_the_estimate():
+    from opgen.sandbox.pool import SandboxResult
+    from opgen.timing.driver import memory_retry_payload
+
+    payload = {"id": "t", "bytes_moved": 2**30}
+    failed = SandboxResult("ok", {"timing_status": "error",
+                                  "timing_error": "eager: OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB"},
+                           "")
+    again = memory_retry_payload(payload, {"id": "t"}, failed)
+    assert again == {**payload, "memory_wait": True, "memory_need_mb": round(1.25 * 1.5 * 1024)}
+    crashed = SandboxResult("crash", None, "worker died: CUDA error: out of memory")
+    assert memory_retry_payload(payload, {"id": "t"}, crashed) == {**payload, "memory_wait": True}   # the estimate
 
 
 def test_untimed_warm_ups_take_as_many_calls_a_hold_as_fit_in_a_short_hold(tmp_path, monkeypatch):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from opgen.sandbox.pool import MEMORY_LIMIT
 from opgen.timing.guard import merge, recheck, suspicions
 
 
@@ -167,8 +168,9 @@ def test_a_resumed_build_repairs_its_rows_after_its_first_timed_shard_and_before
 
 def test_a_resumed_build_times_again_the_rows_its_timing_harness_failed(monkeypatch, tmp_path):
     """A shard whose timing pool broke under it recorded "error: ValueError: write to closed file" for every row,
-    and the window rejected them all: on resume those rows are timed again (on any device) and judged anew; rows that
-    failed for the task's own reasons stay as they were."""
+    and the window rejected them all: on resume those rows are timed again (on any device) and judged anew, as is a
+    row that ran short of GPU memory beside other workers' tasks; rows that failed for the task's own reasons (its
+    code, its worker past the host memory limit) stay as they were, and a row is timed again once only."""
     from opgen.pipeline.config import BuildConfig
     from opgen.pipeline.rundir import RunDir
     from opgen.timing import driver
@@ -185,18 +187,25 @@ def test_a_resumed_build_times_again_the_rows_its_timing_harness_failed(monkeypa
             {**_row(5.0, id="lost", sample_index=1), **untimed, "timing_status": "error",
              "timing_error": "error: ValueError: write to closed file"},
             {**_row(5.0, id="raises", sample_index=2), **untimed, "timing_status": "error",
-             "timing_error": "eager: RuntimeError: shape mismatch"}]
+             "timing_error": "eager: RuntimeError: shape mismatch"},
+            {**_row(5.0, id="crowded", sample_index=3), **untimed, "timing_status": "error",
+             "timing_error": "eager: OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+                             "total capacity of 79.19 GiB of which 1.06 GiB is free."},
+            {**_row(5.0, id="host", sample_index=4), **untimed, "timing_status": "crash",
+             "timing_error": f"crash: {MEMORY_LIMIT} of 14000 MB"}]
     config = BuildConfig(n=3, seed=0, device="cpu", cpu_timing=True, runtime_window_ms=(1.0, 100.0))
-    build, folder = _finished_shard(tmp_path, rows, [True, False, False], config)
+    build, folder = _finished_shard(tmp_path, rows, [True, False, False, False, False], config)
     try:
         _repair_now(build)
-        assert calls == [(["lost"], False)]
+        assert calls == [(["lost", "crowded"], False)]
         fresh = RunDir(tmp_path)
         timed = fresh.rows(folder, "timed")
-        assert [r["eager_ms"] for r in timed] == [5.0, 4.0, None]
+        assert [r["eager_ms"] for r in timed] == [5.0, 4.0, None, 4.0, None]
         assert timed[1]["timing_rechecked"] == ("its first timing failed in the harness (error: ValueError: write to "
                                                 "closed file)")
-        assert [v["keep"] for v in fresh.rows(folder, "timing")] == [True, True, False]
+        assert timed[3]["timing_rechecked"].startswith("its first timing ran short of GPU memory beside other "
+                                                       "workers' tasks (eager: OutOfMemoryError: CUDA out of memory.")
+        assert [v["keep"] for v in fresh.rows(folder, "timing")] == [True, True, False, True, False]
         build.rundir = fresh
         _repair_now(build)
         assert len(calls) == 1

@@ -41,7 +41,7 @@ from opgen.records import EXECUTE_COLUMNS
 from opgen.sandbox.faults import ErrorRun
 from opgen.sandbox.gpu_memory import release_share
 from opgen.sandbox.gpus import visible_gpu_models
-from opgen.timing.driver import harness_failed, start_kept_pools
+from opgen.timing.driver import recheck_reason, start_kept_pools
 from opgen.timing.guard import suspicions
 
 __all__ = ["Build", "BuildConfig", "BuildResult", "run_build"]
@@ -217,9 +217,10 @@ class Build:
         return True
 
     def _plan_rechecks(self) -> None:
-        """Repairs of shards timed before: a row whose timing the harness failed (no verdict of the task's: a pool's
-        pipe closed under it) is timed again, and on CUDA a row the timing guard suspects now and never timed again
-        (taken before a guard rule existed) is timed again with the host quiet; the shard's window verdicts, funnel
+        """Repairs of shards timed before: a row whose timing is no verdict of the task's (`recheck_reason`: a pool's
+        pipe closed under it, or the other workers' tasks held the GPU memory it needed) is timed again, and on CUDA a
+        row the timing guard suspects now and never timed again (taken before a guard rule existed) is timed again
+        with the host quiet; the shard's window verdicts, funnel
         and marker are written anew (`_on_recheck`), once per row (rechecked rows say so). They are sent once this
         call has timed a shard of its own (`_send_rechecks`): 39 shards' repairs took 131 s on an H100, which the
         first new task no longer waits for. Until a shard's repair is in, its round neither completes nor counts as
@@ -227,7 +228,7 @@ class Build:
         for folder in sorted(self.rundir.root.glob("shards/*")):
             marker = self.rundir.done(folder, "timing")
             rows = self.rundir.rows(folder, "timed") if marker is not None else []
-            if any(harness_failed(row) or (suspicions(row) and not row.get("timing_rechecked")) for row in rows):
+            if any(recheck_reason(row) or (suspicions(row) and not row.get("timing_rechecked")) for row in rows):
                 self.rechecks[int(folder.name)] = (
                     {"records": rows, "options": self.config.timing_options(), "recheck_only": True,
                      "timeout_s": self._timing_timeout_s(), "window_ms": list(self.config.runtime_window_ms),
@@ -261,7 +262,7 @@ class Build:
         before = {row["sample_index"]: row for row in self.rundir.rows(folder, "timed")}
         self.recheck_tally["rows"] += sum(1 for row in result["records"]
                                           if row.get("eager_ms") != before[row["sample_index"]].get("eager_ms"))
-        self.recheck_tally["failed"] += sum(1 for row in before.values() if harness_failed(row))
+        self.recheck_tally["failed"] += sum(1 for row in before.values() if recheck_reason(row))
         self.rundir.write_rows(folder, "timed", result["records"])
         self.rundir.write_rows(folder, "timing", result["verdicts"])
         self.rundir.mark(folder, "timing", {**marker, "funnel": result["funnel"]})
@@ -271,8 +272,8 @@ class Build:
                 self._close_round(state)
         self.recheck_tally["shards"] += 1
         if not self.rechecking:
-            log.info("timing guard over earlier shards: %d shard(s) held suspect rows or %d the harness failed, %d "
-                     "row(s) got a new median, %.1f s", self.recheck_tally["shards"], self.recheck_tally["failed"],
+            log.info("timing guard over earlier shards: %d shard(s) held suspect rows or %d whose timing failed in "
+                     "the harness or ran short of GPU memory, %d row(s) got a new median, %.1f s", self.recheck_tally["shards"], self.recheck_tally["failed"],
                      self.recheck_tally["rows"], time.perf_counter() - self.recheck_started)
         self._count_published()
 

@@ -54,6 +54,14 @@ def need_shown_by_failure(peak_mb: float | None, detail: str | None) -> float | 
     return SHOWN_NEED_MARGIN * ((peak_mb or 0.0) + (allocation or 0.0))
 
 
+def retry_payload(payload: dict, peak_mb: float | None, detail: str | None) -> dict:
+    """The payload of a task tried again after it ran short of GPU memory (`memory_wait`): the need its failed try
+    showed (`need_shown_by_failure` of the peak it held and the allocation that failed) as `memory_need_mb`, if any;
+    without one the retry waits for the estimate from its bytes moved."""
+    shown = need_shown_by_failure(peak_mb, detail)
+    return {**payload, "memory_wait": True, **({"memory_need_mb": round(shown)} if shown else {})}
+
+
 def retry_need_mb(payload: dict, total_mb: float) -> float:
     """The memory a retry waits for: what its failed try showed (`memory_need_mb`), else the estimate from its bytes
     moved; at least NEED_FLOOR_MB, never more than the GPU."""

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from filters.window import DEFAULT_WINDOW_MS, Window
 from opgen.errors import MachineFault
+from opgen.sandbox import gpu_memory
 from opgen.sandbox.faults import ErrorRun, retried_after_harness_failure
 from opgen.sandbox.gpus import default_workers_per_gpu, gpu_lock_path, visible_gpus
 from opgen.sandbox.pool import KeptPools, SandboxPool, out_of_memory
@@ -91,7 +92,7 @@ def time_records(records: list[dict], options: TimingOptions | None = None, *, t
     (opgen/timing/guard.py); `recheck_only` takes `records` as timed already and only applies the guard (rows
     timed before a guard rule existed, or rechecked under an older one). Once `stop` is set (the build no longer needs these
     timings) the tasks under way finish, none starts, and the call returns None. With `recheck_only`, rows whose
-    timing the harness failed (`harness_failed`) are timed again first, on any device."""
+    timing is no verdict yet (`recheck_reason`) are timed again first, on any device."""
     options = options or TimingOptions(**option_fields)
 
     def time_once(rows: list[dict], show: bool, quiet: bool = False) -> list[dict] | None:
@@ -101,13 +102,14 @@ def time_records(records: list[dict], options: TimingOptions | None = None, *, t
 
     if recheck_only:
         timed = [dict(r) for r in records]
-        failed = [index for index, row in enumerate(timed) if harness_failed(row)]
+        failed = [index for index, row in enumerate(timed) if recheck_reason(row)]
         again = time_once([timed[index] for index in failed], False) if failed else []
         if again is None:
             return None
         for index, row in zip(failed, again):
             first_error = str(timed[index].get("timing_error") or "").splitlines()[0][:200]
-            timed[index] = {**row, "timing_rechecked": f"its first timing failed in the harness ({first_error})"}
+            reason = recheck_reason(timed[index])
+            timed[index] = {**row, "timing_rechecked": f"its first timing {reason} ({first_error})"}
     else:
         timed = time_once(records, progress)
     if timed is None or not guard or options.device != "cuda":
@@ -191,7 +193,8 @@ def _time_once(records: list[dict], options: TimingOptions, *, timeout_s: float,
             # A task that ran out of GPU memory beside the other workers' tasks is timed again, once the memory it
             # needs is free.
             for k in [k for k, outcome in enumerate(outcomes) if out_of_memory(outcome, "timing_error")]:
-                outcomes[k] = pool.run_many(FN_PATH, [{**shard_payloads[k], "memory_wait": True}])[0]
+                again = memory_retry_payload(shard_payloads[k], records[indices[k]], outcomes[k])
+                outcomes[k] = pool.run_many(FN_PATH, [again])[0]
         for index, outcome in zip(indices, outcomes):
             results[index] = _timing_columns(outcome)
 
@@ -210,6 +213,31 @@ def _time_once(records: list[dict], options: TimingOptions, *, timeout_s: float,
     # a timing error that names the machine, or a run of identical ones, is no task's: stop, time them again later
     ErrorRun().check(timed, records, detail_key="timing_error")
     return timed
+
+
+def memory_retry_payload(payload: dict, record: dict, failed) -> dict:
+    """The payload of a task timed again after it ran short of GPU memory: it first waits for what its execute checks
+    showed it needs (their peak, `gpu_peak_mb`, and the allocation that failed here; opgen/sandbox/gpu_memory.py),
+    else for the estimate from its bytes moved. That estimate counts every byte a chain's operators move, not what
+    is live at once: in the 6,000-task build's first 3,288 timed tasks (one H100), 28 of 162 such retries asked for
+    more than the device ever had free and waited their whole bound (60 s) for it."""
+    value = failed.value if isinstance(failed.value, dict) else {}
+    return gpu_memory.retry_payload(payload, record.get("gpu_peak_mb"), value.get("timing_error") or failed.detail)
+
+
+def recheck_reason(row: dict) -> str | None:
+    """Why a timed row is no verdict yet, to be timed again once by a recheck (`recheck_only`; the row then says so
+    in `timing_rechecked`): its timing failed in the harness (`harness_failed`), or it ran short of GPU memory
+    beside other workers' tasks on its try and its try again (what it met was the others' memory: in the 6,000-task
+    build's first 3,288 timed tasks on one H100, 19 tasks that had passed every check). None for the task's own
+    verdict, and for a row timed again already."""
+    if harness_failed(row):
+        return "failed in the harness"
+    error = str(row.get("timing_error") or "").lower()
+    if (row.get("timing_status") == "error" and not row.get("timing_rechecked") and "cuda" in error
+            and "out of memory" in error):
+        return "ran short of GPU memory beside other workers' tasks"
+    return None
 
 
 def harness_failed(row: dict) -> bool:
