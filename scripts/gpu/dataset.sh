@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # One call of a long dataset build on a lent GPU machine that may be fresh and may be stopped at any moment. Run
-# from the repository root, carrying .devdata .whl; the build's state travels committed, in builds/$NAME/. Between
-# calls, on the machine that holds the repository: cp FILES_AT/$NAME.state* builds/$NAME/ (one file, with
-# FILE.*.N parts past 16 MiB) and commit it. The build command is the README's, with no tuning flags.
+# from the repository root, carrying .devdata .whl; the build's state travels committed, in builds/$NAME/. After
+# every call, before the next (a machine the lender did not keep resumes what the working tree carries), on the
+# machine that holds the repository: python scripts/gpu/keep_state.py FILES_AT --name $NAME (it copies the state,
+# one file with FILE.*.N parts past 16 MiB, unless it is older than the one there), then commit it. The build
+# command is the README's, with no tuning flags.
 #
 #   MODE=once (default): restore the carried state, build in the foreground until BUILD_S seconds, leave the state in
 #     $OUT. For machines that keep nothing between calls.
