@@ -4,6 +4,7 @@ reported (exit 1), out-of-memory rows skipped, unfinished shards ignored, bad in
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -43,8 +44,8 @@ def fake_run(root: Path) -> dict[str, dict]:
     write_jsonl(finished / "candidates.jsonl", [named[n] for n in ("trivial__times_one", "non_finite__log_negative",
                                                                    "exec_error__raises")])
     write_jsonl(finished / "execute.jsonl", [
-        row(named["trivial__times_one"], "trivial", "trivial"),
-        row(named["non_finite__log_negative"], None, "compile"),
+        row(named["trivial__times_one"], "trivial", "trivial", worker_s=6.0, worker_lock_wait_s=2.0),
+        row(named["non_finite__log_negative"], None, "compile", worker_s=10.0, worker_lock_wait_s=4.0),
         row(named["exec_error__raises"], "exec_error", "eager", detail=CUDA_OOM, memory_retry="fresh worker")])
     for marker in ("static.done", "execute.done"):   # a state holds a shard's candidates once static is done
         (finished / marker).write_text("{}", encoding="utf-8")
@@ -59,10 +60,14 @@ def test_a_changed_verdict_is_reported_and_exits_1_out_of_memory_rows_skipped(tm
     out = capsys.readouterr().out.splitlines()
     assert out[0] == ("record_verdicts: 3 recorded verdicts, 1 skipped (out of memory when recorded), 2 replayed on "
                       "cpu: 1 the same, 1 changed")
-    assert len(out) == 2
+    assert len(out) == 3
     changed = named["non_finite__log_negative"]["id"]
     assert out[1].startswith(f"  changed: {changed} (shards/00000): recorded kept after compile, "
                              "now non_finite at finite: draw 0")
+    # how fast the two ran alone, beside what their build's rows say they took (8 worker-seconds, 3 of them waiting)
+    assert re.fullmatch(r"record_verdicts: the checks alone: 2 candidates in [0-9.]+ s with 1 workers \([0-9.]+ a "
+                        r"minute\); worker-seconds a candidate [0-9.]+, 0\.00 of them waiting for the GPU's lock "
+                        r"\(recorded: 8\.00, 3\.00\)", out[2])
 
 
 def test_recorded_verdicts_replay_the_same(tmp_path, capsys):
@@ -75,7 +80,9 @@ def test_recorded_verdicts_replay_the_same(tmp_path, capsys):
     assert verdicts == [("trivial", "trivial"), ("non_finite", "finite")]
     assert main(["replay", "--candidates", str(tmp_path / "set.jsonl"),
                  "--verdicts", str(tmp_path / "expected_cpu.json"), "--workers", "1"]) == 0
-    assert capsys.readouterr().out.splitlines()[-1].endswith("2 replayed on cpu: 2 the same, 0 changed")
+    summary, pace = capsys.readouterr().out.splitlines()[-2:]
+    assert summary.endswith("2 replayed on cpu: 2 the same, 0 changed")
+    assert pace.startswith("record_verdicts: the checks alone: 2 candidates in ")
 
 
 def test_a_state_file_reads_as_its_run_folder(tmp_path):

@@ -12,7 +12,9 @@ holds the checks to the committed one.
 `replay` runs recorded candidates through the execute checks again, under the settings they were recorded with (a
 build's run folder or state file: its config.json and each shard's candidates and execute verdicts; or CANDIDATES
 with an EXPECTED file or a build's execute.jsonl rows, joined by `id`), and prints one summary line, then each
-candidate whose (reason, stage) changed. A row whose recorded detail says it ran out of memory is skipped, and so
+candidate whose (reason, stage) changed, then how fast the checks ran alone (candidates a minute, worker-seconds a
+candidate and their wait for the GPU's lock, beside the build's own figures for the same rows): on a GPU, what the
+checks cost without timed runs closing the lock. A row whose recorded detail says it ran out of memory is skipped, and so
 is a candidate that runs out now: such a verdict depends on the machine's load, not on the task. `--sample N`
 replays N of the rows, every rejection first. Exit 0 every verdict the same, 1 any changed, 2 bad input or a
 machine fault (one line).
@@ -25,6 +27,7 @@ import io
 import json
 import sys
 import tarfile
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 
@@ -247,8 +250,28 @@ def replay_rows(rows: list[dict], sample: int | None) -> list[dict]:
     return [row for index, row in enumerate(rows) if index in chosen]
 
 
-def compare(recorded: Recorded, workers: int, sample: int | None = None) -> tuple[str, list[str]]:
-    """The summary line and one line per candidate whose verdict changed."""
+def pace_line(lines: list[dict], rows: list[dict], seconds: float, workers: int) -> str:
+    """How fast the checks ran alone (no timed run closing the GPU's lock, nothing else on the machine): candidates
+    a minute, and worker-seconds a candidate with their lock wait, beside what the recorded rows say they took in
+    their build (where they say it)."""
+    def per_candidate(items: list[dict]) -> tuple[float, float]:
+        return (sum(item.get("worker_s") or 0.0 for item in items) / len(items),
+                sum(item.get("worker_lock_wait_s") or 0.0 for item in items) / len(items))
+
+    now_s, now_wait = per_candidate(lines)
+    text = (f"{NAME}: the checks alone: {len(lines)} candidates in {seconds:.1f} s with {workers} workers "
+            f"({60 * len(lines) / max(seconds, 1e-9):.1f} a minute); worker-seconds a candidate {now_s:.2f}, "
+            f"{now_wait:.2f} of them waiting for the GPU's lock")
+    timed_rows = [row for row in rows if row.get("worker_s")]
+    if timed_rows:
+        then_s, then_wait = per_candidate(timed_rows)
+        text += f" (recorded: {then_s:.2f}, {then_wait:.2f})"
+    return text
+
+
+def compare(recorded: Recorded, workers: int, sample: int | None = None) -> tuple[str, list[str], str | None]:
+    """The summary line, one line per candidate whose verdict changed, and how fast the checks ran (`pace_line`;
+    None when none ran)."""
     for row in recorded.rows:
         if not isinstance(row, dict) or "id" not in row or "stage" not in row:
             raise UsageError("a recorded verdict row lacks `id` or `stage`")
@@ -258,7 +281,9 @@ def compare(recorded: Recorded, workers: int, sample: int | None = None) -> tupl
     if missing:
         raise UsageError(f"{len(missing)} recorded verdicts name no candidate (e.g. {missing[0]})")
     records = list({row["id"]: recorded.candidates[row["id"]] for row in rows}.values())
+    started = time.perf_counter()
     now = run_checks(records, recorded.settings, workers) if records else {}
+    seconds = time.perf_counter() - started
     changed, short_now = [], 0
     for row in rows:
         line = now[row["id"]]
@@ -274,7 +299,8 @@ def compare(recorded: Recorded, workers: int, sample: int | None = None) -> tupl
     summary = (f"{NAME}: {len(recorded.rows)} recorded verdicts, {len(skipped)} skipped (out of memory when recorded), "
                f"{len(rows)} replayed on {recorded.settings.device}: {len(rows) - len(changed) - short_now} the same, "
                f"{len(changed)} changed" + (f", {short_now} out of memory now (not compared)" if short_now else ""))
-    return summary, changed
+    pace = pace_line(list(now.values()), rows, seconds, workers) if now else None
+    return summary, changed, pace
 
 
 def replay(args) -> int:
@@ -294,10 +320,12 @@ def replay(args) -> int:
     if recorded.settings.device == "cuda" and not visible_gpus():
         raise UsageError("the verdicts were recorded on cuda and no CUDA device is visible here: replay them on a "
                          "GPU machine")
-    summary, changed = compare(recorded, args.workers or default_workers(recorded.settings.device), args.sample)
+    summary, changed, pace = compare(recorded, args.workers or default_workers(recorded.settings.device), args.sample)
     print(summary)
     for line in changed:
         print(f"  {line}")
+    if pace:
+        print(pace)
     return 1 if changed else 0
 
 
