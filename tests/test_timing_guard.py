@@ -177,8 +177,11 @@ def test_a_resumed_build_times_again_the_rows_its_timing_harness_failed(monkeypa
 
     calls = []
 
+    peaks = {}
+
     def time_once(rows, options, *, quiet=False, **_):   # as the workers answer: every timing column anew
         calls.append(([r["id"] for r in rows], quiet))
+        peaks.update((r["id"], r.get("gpu_peak_mb")) for r in rows)
         return [{**r, "eager_ms": 4.0, "compile_ms": 2.0, "timing_status": "ok", "timing_error": None} for r in rows]
 
     monkeypatch.setattr(driver, "_time_once", time_once)
@@ -188,7 +191,7 @@ def test_a_resumed_build_times_again_the_rows_its_timing_harness_failed(monkeypa
              "timing_error": "error: ValueError: write to closed file"},
             {**_row(5.0, id="raises", sample_index=2), **untimed, "timing_status": "error",
              "timing_error": "eager: RuntimeError: shape mismatch"},
-            {**_row(5.0, id="crowded", sample_index=3), **untimed, "timing_status": "error",
+            {**_row(5.0, id="crowded", sample_index=3), **untimed, "timing_status": "error", "gpu_peak_mb": 7000,
              "timing_error": "eager: OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
                              "total capacity of 79.19 GiB of which 1.06 GiB is free."},
             {**_row(5.0, id="host", sample_index=4), **untimed, "timing_status": "crash",
@@ -198,6 +201,8 @@ def test_a_resumed_build_times_again_the_rows_its_timing_harness_failed(monkeypa
     try:
         _repair_now(build)
         assert calls == [(["lost", "crowded"], False)]
+        # what a try again for GPU memory waits for: the row's own checks' peak, else the shard's execute verdict's
+        assert peaks == {"lost": 1001, "crowded": 7000}
         fresh = RunDir(tmp_path)
         timed = fresh.rows(folder, "timed")
         assert [r["eager_ms"] for r in timed] == [5.0, 4.0, None, 4.0, None]
@@ -230,6 +235,8 @@ def _finished_shard(tmp_path, rows: list[dict], kept: list[bool], config):
     folder = rundir.shard_dir(4)
     folder.mkdir(parents=True)
     rundir.write_rows(folder, "timed", rows)
+    rundir.write_rows(folder, "execute", [{"sample_index": row["sample_index"], "keep": True,
+                                           "gpu_peak_mb": 1000 + row["sample_index"]} for row in rows])
     rundir.write_rows(folder, "timing", [{"sample_index": row["sample_index"], "keep": keep}
                                          for row, keep in zip(rows, kept)])
     rundir.mark(folder, "timing", {"funnel": {}, "gpu_s": 1.5})

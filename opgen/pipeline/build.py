@@ -220,8 +220,9 @@ class Build:
         """Repairs of shards timed before: a row whose timing is no verdict of the task's (`recheck_reason`: a pool's
         pipe closed under it, or the other workers' tasks held the GPU memory it needed) is timed again, and on CUDA a
         row the timing guard suspects now and never timed again (taken before a guard rule existed) is timed again
-        with the host quiet; the shard's window verdicts, funnel
-        and marker are written anew (`_on_recheck`), once per row (rechecked rows say so). They are sent once this
+        with the host quiet; the shard's window verdicts, funnel and marker are written anew (`_on_recheck`), once
+        per row (rechecked rows say so). A row timed before its record kept the checks' GPU memory peak gets it from
+        the shard's execute verdicts: what a try again for memory waits for. They are sent once this
         call has timed a shard of its own (`_send_rechecks`): 39 shards' repairs took 131 s on an H100, which the
         first new task no longer waits for. Until a shard's repair is in, its round neither completes nor counts as
         finished when shards are skipped, and no round is planned: the dataset is the same as with the repairs first."""
@@ -230,12 +231,20 @@ class Build:
             rows = self.rundir.rows(folder, "timed") if marker is not None else []
             if any(recheck_reason(row) or (suspicions(row) and not row.get("timing_rechecked")) for row in rows):
                 self.rechecks[int(folder.name)] = (
-                    {"records": rows, "options": self.config.timing_options(), "recheck_only": True,
+                    {"records": self._with_checks_peak(folder, rows), "options": self.config.timing_options(),
+                     "recheck_only": True,
                      "timeout_s": self._timing_timeout_s(), "window_ms": list(self.config.runtime_window_ms),
                      "workers_per_gpu": self.timing_job_workers}, marker)
         if self.rechecks:
             log.info("timing guard over earlier shards: %d shard(s) hold rows to time again, after this call's first "
                      "timed shard", len(self.rechecks))
+
+    def _with_checks_peak(self, folder: Path, rows: list[dict]) -> list[dict]:
+        """`rows` with the execute checks' GPU memory peak (`gpu_peak_mb`) from the shard's verdicts where they lack
+        it (rows timed before their records carried it)."""
+        peaks = {line["sample_index"]: line.get("gpu_peak_mb") for line in self.rundir.rows(folder, "execute")}
+        return [row if row.get("gpu_peak_mb") is not None or peaks.get(row["sample_index"]) is None
+                else {**row, "gpu_peak_mb": peaks[row["sample_index"]]} for row in rows]
 
     @property
     def rechecking(self) -> set[int]:
@@ -273,8 +282,9 @@ class Build:
         self.recheck_tally["shards"] += 1
         if not self.rechecking:
             log.info("timing guard over earlier shards: %d shard(s) held suspect rows or %d whose timing failed in "
-                     "the harness or ran short of GPU memory, %d row(s) got a new median, %.1f s", self.recheck_tally["shards"], self.recheck_tally["failed"],
-                     self.recheck_tally["rows"], time.perf_counter() - self.recheck_started)
+                     "the harness or ran short of GPU memory, %d row(s) got a new median, %.1f s",
+                     self.recheck_tally["shards"], self.recheck_tally["failed"], self.recheck_tally["rows"],
+                     time.perf_counter() - self.recheck_started)
         self._count_published()
 
     def _save_state_now_and_then(self) -> None:

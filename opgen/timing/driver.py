@@ -20,7 +20,7 @@ from opgen.errors import MachineFault
 from opgen.sandbox import gpu_memory
 from opgen.sandbox.faults import ErrorRun, retried_after_harness_failure
 from opgen.sandbox.gpus import default_workers_per_gpu, gpu_lock_path, visible_gpus
-from opgen.sandbox.pool import KeptPools, SandboxPool, out_of_memory
+from opgen.sandbox.pool import KeptPools, SandboxPool, SandboxResult, out_of_memory
 from opgen.sandbox.worker import WARM_UP_ENV
 from opgen.timing.guard import recheck
 from opgen.timing.measure import empty_result
@@ -215,7 +215,7 @@ def _time_once(records: list[dict], options: TimingOptions, *, timeout_s: float,
     return timed
 
 
-def memory_retry_payload(payload: dict, record: dict, failed) -> dict:
+def memory_retry_payload(payload: dict, record: dict, failed: SandboxResult) -> dict:
     """The payload of a task timed again after it ran short of GPU memory: it first waits for what its execute checks
     showed it needs (their peak, `gpu_peak_mb`, and the allocation that failed here; opgen/sandbox/gpu_memory.py),
     else for the estimate from its bytes moved. That estimate counts every byte a chain's operators move, not what

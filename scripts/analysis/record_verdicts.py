@@ -14,8 +14,8 @@ build's run folder or state file: its config.json and each shard's candidates an
 with an EXPECTED file or a build's execute.jsonl rows, joined by `id`), and prints one summary line, then each
 candidate whose (reason, stage) changed, then how fast the checks ran alone (candidates a minute, worker-seconds a
 candidate and their wait for the GPU's lock, beside the build's own figures for the same rows): on a GPU, what the
-checks cost without timed runs closing the lock. A row whose recorded detail says it ran out of memory is skipped, and so
-is a candidate that runs out now: such a verdict depends on the machine's load, not on the task. `--sample N`
+checks cost without timed runs closing the lock. A row whose recorded detail says it ran out of memory is skipped,
+and so is a candidate that runs out now: such a verdict depends on the machine's load, not on the task. `--sample N`
 replays N of the rows, every rejection first. Exit 0 every verdict the same, 1 any changed, 2 bad input or a
 machine fault (one line).
 """
