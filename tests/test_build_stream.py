@@ -358,6 +358,21 @@ def test_opgen_profile_reads_where_the_workers_time_went(streamed, tmp_path, cap
     assert run_profile.hold_ceiling(held) == 40.0 and run_profile.hold_ceiling([]) is None
     assert timing["in_window_per_min_ceiling"] == run_profile.hold_ceiling(list(run_profile.timed_records(
         run_profile.RunDir(streamed)).values()))
+    # what bounds the rate: the share of the time the timed runs kept the lock closed (a task's wait and hold, 30
+    # timed a minute at 0.4 + 0.6 s: half), the checks' own lock wait, the rate into the window over the ceiling
+    bounds = run_profile.rate_bounds({"lock_wait_share": 0.55},
+                                     {"lock_wait_s_mean": 0.4, "timed_s_mean": 0.6, "in_window_per_min_ceiling": 90.0},
+                                     {"timed_per_min": 30.0, "in_window_per_min": 27.0})
+    assert bounds == {"lock_closed_share": 0.5, "checks_lock_wait_share": 0.55, "ceiling_share": 0.3}
+    assert set(run_profile.rate_bounds({}, {}, {}).values()) == {None}
+    assert {key: figures["rates"][key] for key in bounds} == run_profile.rate_bounds(execute, timing, figures["rates"])
+    capsys.readouterr()
+    assert main(["profile", str(streamed)]) == 0
+    closed, at = figures["rates"]["lock_closed_share"], figures["rates"]["ceiling_share"]
+    assert closed is not None and at is not None   # a timed build has both, on the CPU too
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.startswith(f"what bounds it: the timed runs kept the GPU's lock closed {closed:.0%} of the time")
+    assert last.endswith(f"; into the window at {at:.0%} of the ceiling")
     # a run compared with itself: the same tasks, every ratio 1
     assert figures["compare"]["tasks"] == timing["tasks"]
     assert {figure["median_ratio"] for key, figure in figures["compare"].items() if key != "tasks"} == {1.0}

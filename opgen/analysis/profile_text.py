@@ -100,6 +100,12 @@ def profile_summary(figures: dict, run: str) -> str:
     if timed:
         per_min += [f"{rates['timed_per_min']} timed", f"{rates['in_window_per_min']} into the window"]
     lines.append("a minute: " + ", ".join(per_min) + " candidates")
+    if timed and rates.get("lock_closed_share") is not None and rates.get("ceiling_share") is not None:
+        waited = rates.get("checks_lock_wait_share")
+        lines.append(f"what bounds it: the timed runs kept the GPU's lock closed {_share(rates['lock_closed_share'])} "
+                     "of the time (a timed task's wait for its exclusive hold and the hold)"
+                     + (f", the check workers waited for it {_share(waited)} of theirs" if waited is not None else "")
+                     + f"; into the window at {_share(rates['ceiling_share'])} of the ceiling")
     compare = figures.get("compare")
     if compare is not None:
         lines.append(f"\ncompared with the other run, on the {compare['tasks']:,} tasks both timed (mean here / "

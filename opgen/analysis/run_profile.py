@@ -234,6 +234,18 @@ def rate_profile(execute: dict, timing: dict, wall_s: float) -> dict:
             "in_window_per_min": per_min(timing["in_window"])}
 
 
+def rate_bounds(execute: dict, timing: dict, rates: dict) -> dict:
+    """What bounds the rate, on a timed build: the share of the time the timed runs kept the GPU's lock closed to the
+    checks (each timed task's wait for its exclusive hold and the hold, at `timed_per_min`), the check workers' share
+    of their time spent waiting for the lock, and the rate into the window as a share of the exclusive holds'
+    ceiling (`hold_ceiling`). None where a figure is missing."""
+    timed, wait, hold = rates.get("timed_per_min"), timing.get("lock_wait_s_mean"), timing.get("timed_s_mean")
+    into, ceiling = rates.get("in_window_per_min"), timing.get("in_window_per_min_ceiling")
+    closed = round(timed * (wait + hold) / 60, 3) if timed and wait is not None and hold is not None else None
+    return {"lock_closed_share": closed, "checks_lock_wait_share": execute.get("lock_wait_share"),
+            "ceiling_share": round(into / ceiling, 3) if into is not None and ceiling else None}
+
+
 def hold_parts(rows: list[dict]) -> dict:
     """The shares of the exclusive hold (`timed_s`) that the profiler's calls and the trials with their settle calls
     take, from each task's medians and trial counts (eager and compiled), over the tasks that have them all."""
@@ -305,6 +317,7 @@ def profile_figures(run_dir: Path, compare_dir: Path | None = None, since_dir: P
         figures["outcome"] = outcome_of(json.loads(run.stats_path.read_text(encoding="utf-8")))
     wall_s = run.recorded_seconds() - (earlier.recorded_seconds() if earlier else 0.0)
     figures["rates"] = rate_profile(figures["execute"], figures["timing"], wall_s)
+    figures["rates"].update(rate_bounds(figures["execute"], figures["timing"], figures["rates"]))
     if compare_dir is not None:
         figures["compare"] = compare(records, timed_records(RunDir(compare_dir)))
     return figures
