@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "analysis"))
-from memory_admission import load_tasks, main, replay  # noqa: E402
+from memory_admission import load_tasks, main, memory_rejections, replay  # noqa: E402
 
 GB = 2**30
 
@@ -39,8 +39,20 @@ def test_tasks_that_do_not_fit_together_run_one_after_another(tmp_path, capsys):
     assert lines[0] == ("4 candidates, 55 worker-seconds, 0 waiting for the GPU's lock; judged on a retry in a kept "
                         "worker: 0 (0 s, 0 rejected); judged on a retry in a fresh worker: 1 (25 s, 1 rejected); "
                         "peak GPU memory: median 29.3 GB, 90th percentile 29.3 GB")
-    assert lines[1] == "4 tasks, 2 workers: 20 s with no reservation"
-    assert lines[3:] == ["40 | each task's measured peak | 1.50x", "40 | 4x bytes moved | 1.50x"]
+    assert lines[1] == ("rejected for GPU memory: 0 of 4 candidates (0.0%); bytes moved, median: theirs —, the "
+                        "passed candidates' —")
+    assert lines[2] == "4 tasks, 2 workers: 20 s with no reservation"
+    assert lines[4:] == ["40 | each task's measured peak | 1.50x", "40 | 4x bytes moved | 1.50x"]
+
+
+def test_the_rejections_for_gpu_memory_are_counted_and_sized_against_the_passed():
+    moved = {"a": 6 * 1024.0, "b": 2 * 1024.0, "c": 1024.0, "d": 3 * 1024.0, "e": 10 * 1024.0}
+    oom = "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    rows = [{"id": "a", "keep": False, "detail": oom}, {"id": "b", "keep": True}, {"id": "c", "keep": True},
+            {"id": "d", "keep": False, "detail": "trivial: the output is an input unchanged"},
+            {"id": "e", "keep": False, "detail": f"determinism: {oom}"}]
+    assert memory_rejections(rows, moved) == ("rejected for GPU memory: 2 of 5 candidates (40.0%); bytes moved, "
+                                              "median: theirs 10.0 GB, the passed candidates' 2.0 GB")
 
 
 def test_a_folder_without_verdict_lines_is_one_error_line(tmp_path, capsys):

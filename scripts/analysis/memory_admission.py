@@ -3,7 +3,8 @@ folder's execute verdict lines (each task's `worker_s`, its checks' `gpu_peak_mb
 through N workers taking tasks in order, where a task starts only once the reservations held and its own fit a
 budget (a task alone always starts), and prints each policy's time against the same workers with no reservation;
 first, where the checks' worker-seconds went: waiting for the GPU's lock, and the retries of tasks short of GPU
-memory (`memory_retry`), with the checks' peak GPU memory.
+memory (`memory_retry`), with the checks' peak GPU memory; then the rejections for GPU memory, against the passed
+candidates by bytes moved (whether the crowd rejected the large tasks).
 
     python scripts/analysis/memory_admission.py RUN_DIR [--workers 10] [--budget-gb 64 80 100] [--factor 2 3 4]
 
@@ -23,13 +24,19 @@ from pathlib import Path
 FRESH_WORKER_START_S = 15.0
 
 
-def load_tasks(run_dir: Path) -> list[tuple[float, float, float]]:
-    """(seconds, bytes moved in MB, peak MB) of every task the run's execute checks judged, in shard order."""
+def bytes_moved_mb(run_dir: Path) -> dict[str, float]:
+    """Each candidate's bytes moved (the sampler's estimate), in MB, by id."""
     moved: dict[str, float] = {}
     for path in sorted(run_dir.glob("shards/*/candidates.jsonl")):
         for line in path.read_text().splitlines():
             record = json.loads(line)
             moved[record["id"]] = (record.get("bytes_moved") or 0) / 2**20
+    return moved
+
+
+def load_tasks(run_dir: Path) -> list[tuple[float, float, float]]:
+    """(seconds, bytes moved in MB, peak MB) of every task the run's execute checks judged, in shard order."""
+    moved = bytes_moved_mb(run_dir)
     tasks = []
     for row in execute_rows(run_dir):
         if not row.get("worker_s"):
@@ -63,6 +70,26 @@ def where_time_went(rows: list[dict]) -> str:
     return "; ".join(parts)
 
 
+def short_of_gpu_memory(row: dict) -> bool:
+    """A rejection because the checks ran out of GPU memory (beside the other workers' tasks, on every try)."""
+    detail = (row.get("detail") or "").lower()
+    return not row.get("keep") and "cuda" in detail and "out of memory" in detail
+
+
+def memory_rejections(rows: list[dict], moved: dict[str, float]) -> str:
+    """How many candidates were rejected for GPU memory, and whether they were the large ones: the median bytes
+    moved of those rejections against that of the candidates that passed."""
+    def median_gb(group: list[dict]) -> str:
+        values = sorted(moved.get(row["id"], 0.0) for row in group)
+        return f"{values[len(values) // 2] / 1024:.1f} GB" if values else "—"
+
+    short = [row for row in rows if short_of_gpu_memory(row)]
+    passed = [row for row in rows if row.get("keep")]
+    share = len(short) / len(rows) if rows else 0.0
+    return (f"rejected for GPU memory: {len(short)} of {len(rows)} candidates ({share:.1%}); bytes moved, median: "
+            f"theirs {median_gb(short)}, the passed candidates' {median_gb(passed)}")
+
+
 def replay(tasks: list[tuple[float, float, float]], workers: int, budget_mb: float,
            need_of=lambda task: 0.0) -> float:
     """Seconds for `workers` to run `tasks` in order when a task starts only once `need_of(task)` and the needs
@@ -94,7 +121,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {args.run_dir}: no execute verdict lines with worker_s (a build's run folder?), or "
               f"--workers below 1", file=sys.stderr)
         return 2
-    print(where_time_went(execute_rows(args.run_dir)))
+    rows = execute_rows(args.run_dir)
+    print(where_time_went(rows))
+    print(memory_rejections(rows, bytes_moved_mb(args.run_dir)))
     free = replay(tasks, args.workers, float("inf"))
     print(f"{len(tasks)} tasks, {args.workers} workers: {free:.0f} s with no reservation")
     print("budget GB | reservation | time against none")
