@@ -266,9 +266,8 @@ def test_a_timing_retry_without_a_measured_peak_waits_for_the_failed_allocation_
     from opgen.timing.driver import memory_retry_payload
 
     payload = {"id": "t", "bytes_moved": 2**30}
-    failed = SandboxResult("ok", {"timing_status": "error",
-                                  "timing_error": "eager: OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB"},
-                           "")
+    error = "eager: OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB"
+    failed = SandboxResult("ok", {"timing_status": "error", "timing_error": error}, "")
     again = memory_retry_payload(payload, {"id": "t"}, failed)
     assert again == {**payload, "memory_wait": True, "memory_need_mb": round(1.25 * 1.5 * 1024)}
     crashed = SandboxResult("crash", None, "worker died: CUDA error: out of memory")

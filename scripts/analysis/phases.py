@@ -1,0 +1,171 @@
+"""What a build's two GPU stages cost apart, on the build's own latest shards: the execute checks with no timed run
+closing the GPU's lock, then the timing of those shards' tasks with no check beside it; and what a build that
+alternated the two phases would make a minute, against the rate of the build as it streams them together.
+
+    python scripts/analysis/phases.py builds/opgen-ops-6k/opgen-ops-6k.state [--candidates 100] [--tasks 60]
+        [--workers 10] [--timing-workers 6]
+
+The input is a build's state file or run folder. It takes the latest shards that were both executed and timed, until
+they hold --candidates executed candidates. Their candidates go through the execute checks again in --workers
+workers, under the build's settings. Then the latest --tasks of the rows they timed are timed again in one pool of
+--timing-workers workers, under the build's timing options. Run it on the build's device, alone on the machine, from
+the repository root (on a GPU machine after `source scripts/gpu/env.sh`). It prints one line for each phase, the
+shards' own funnel, and the estimate:
+tasks into the window a minute = 1 / (candidates a task / checks a minute + timed a task / timings a minute).
+On a fresh machine the figures include each worker's start-up and first compiles, as a build's first minutes do.
+Exit 2 with one line for bad input or a machine fault.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from record_verdicts import Settings, run_checks  # noqa: E402
+
+from opgen.errors import MachineFault, UsageError  # noqa: E402
+from opgen.pipeline.rundir import RunDir  # noqa: E402
+
+NAME = "phases"
+
+
+@dataclass
+class Sample:
+    """The latest executed-and-timed shards: their executed candidates (records with code), their timed rows, and
+    how many of those the window kept."""
+
+    shards: list[str]
+    candidates: list[dict]
+    timed: list[dict]
+    in_window: int
+
+
+def run_folder(path: Path, scratch: Path) -> Path:
+    """`path` if it is a run folder, else the state file restored into `scratch`."""
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise UsageError(f"{path} is not an opgen run folder (no config.json)")
+        return path
+    if not path.is_file():
+        raise UsageError(f"not a run folder or a state file: {path}")
+    from opgen.pipeline.state import restore_state
+
+    restore_state(path, RunDir(scratch), None)
+    return scratch
+
+
+def latest_sample(run_dir: Path, candidates: int) -> Sample:
+    """The latest shards with both their execute and their timing finished, enough to hold `candidates` executed
+    candidates (whole shards, so the funnel is theirs), in the order they were timed."""
+    run = RunDir(run_dir)
+    folders = [folder for folder in run_dir.glob("shards/*")
+               if run.done(folder, "execute") is not None and run.done(folder, "timing") is not None]
+    # latest by when their timing finished (a state keeps the markers' times): shard numbers follow the plan, and a
+    # build runs every source's needed shards before any source's margin
+    folders.sort(key=lambda folder: ((folder / "timing.done").stat().st_mtime, folder.name))
+    chosen: list[Path] = []
+    executed = 0
+    for folder in reversed(folders):
+        if executed >= candidates:
+            break
+        chosen.insert(0, folder)
+        executed += len(run.rows(folder, "execute"))
+    records, timed, in_window = [], [], 0
+    for folder in chosen:
+        by_id = {record["id"]: record for record in run.rows(folder, "candidates")}
+        records += [by_id[row["id"]] for row in run.rows(folder, "execute") if row["id"] in by_id]
+        timed += run.rows(folder, "timed")
+        in_window += sum(1 for verdict in run.rows(folder, "timing") if verdict.get("keep"))
+    if not records or not in_window:
+        raise UsageError(f"{run_dir} holds no shard both executed and timed with a task in its window")
+    return Sample([folder.name for folder in chosen], records, timed, in_window)
+
+
+def phased_rate(candidates_a_task: float, checks_a_minute: float, timed_a_task: float,
+                timings_a_minute: float) -> float:
+    """Tasks into the window a minute when the phases alternate: a task's share of each phase's minutes, summed."""
+    return 1.0 / (candidates_a_task / checks_a_minute + timed_a_task / timings_a_minute)
+
+
+def measure(sample: Sample, config: dict, tasks: int, workers: int, timing_workers: int) -> list[str]:
+    """Both phases, one after the other, and the lines that say what they cost."""
+    from opgen.pipeline.preview import config_of
+    from opgen.timing.driver import TimingOptions, time_records
+
+    settings = Settings.of_build(config)
+    started = time.perf_counter()
+    lines = list(run_checks(sample.candidates, settings, workers).values())
+    checks_s = time.perf_counter() - started
+    worker_s = sum(line.get("worker_s") or 0.0 for line in lines) / len(lines)
+    waited_s = sum(line.get("worker_lock_wait_s") or 0.0 for line in lines) / len(lines)
+    checks_a_minute = 60 * len(lines) / checks_s
+
+    rows = sample.timed[-tasks:]
+    options = TimingOptions(**config_of(config).timing_options())
+    started = time.perf_counter()
+    timed = time_records(rows, options, workers_per_gpu=timing_workers, progress=False, guard=False)
+    timing_s = time.perf_counter() - started
+    held_s = sum(row.get("timed_s") or 0.0 for row in timed) / len(timed)
+    timings_a_minute = 60 * len(timed) / timing_s
+
+    candidates_a_task = len(sample.candidates) / sample.in_window
+    timed_a_task = len(sample.timed) / sample.in_window
+    ceiling = 60 / (held_s * timed_a_task) if held_s else None
+    rate = phased_rate(candidates_a_task, checks_a_minute, timed_a_task, timings_a_minute)
+    return [
+        f"{NAME}: {len(sample.shards)} shards ({sample.shards[0]} to {sample.shards[-1]}): "
+        f"{len(sample.candidates)} candidates executed, {len(sample.timed)} timed, {sample.in_window} into the "
+        f"window: {candidates_a_task:.2f} candidates and {timed_a_task:.2f} timings a task",
+        f"{NAME}: the checks alone: {len(lines)} candidates in {checks_s:.1f} s with {workers} workers, "
+        f"{checks_a_minute:.1f} a minute; worker-seconds a candidate {worker_s:.2f}, {waited_s:.2f} of them waiting "
+        "for the GPU's lock",
+        f"{NAME}: the timing alone: {len(timed)} tasks in {timing_s:.1f} s with {timing_workers} workers, "
+        f"{timings_a_minute:.1f} a minute; exclusive hold {held_s:.3f} s a task"
+        + (f" (a ceiling of {ceiling:.1f} tasks into the window a minute)" if ceiling else ""),
+        f"{NAME}: the two phases one after the other: {rate:.1f} tasks into the window a minute"
+        + (f", {rate / ceiling:.0%} of the ceiling" if ceiling else ""),
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("build", help="a build's state file or run folder")
+    parser.add_argument("--candidates", type=int, default=100, help="executed candidates to check again (whole shards)")
+    parser.add_argument("--tasks", type=int, default=60, help="the latest timed rows of those shards to time again")
+    parser.add_argument("--workers", type=int, default=10,
+                        help="execute check workers (the build's default on 16 cores)")
+    parser.add_argument("--timing-workers", type=int, default=6, help="timing workers on the GPU")
+    args = parser.parse_args(argv)
+    try:
+        if min(args.candidates, args.tasks, args.workers, args.timing_workers) < 1:
+            raise UsageError("--candidates, --tasks, --workers and --timing-workers must be at least 1")
+        with tempfile.TemporaryDirectory(prefix="opgen-phases-") as scratch:
+            run_dir = run_folder(Path(args.build), Path(scratch))
+            config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
+            if config.get("device") != "cuda" and not config.get("cpu_timing"):
+                raise UsageError(f"{args.build}: the build timed nothing (a CPU build without --cpu-timing)")
+            sample = latest_sample(run_dir, args.candidates)
+            if config.get("device") == "cuda":
+                from opgen.sandbox.gpus import visible_gpus
+
+                if not visible_gpus():
+                    raise UsageError(f"{args.build} was built on CUDA and no CUDA device is visible here: run this "
+                                     "on a GPU machine of the build's model")
+            lines = measure(sample, config, args.tasks, args.workers, args.timing_workers)
+    except (UsageError, MachineFault) as error:
+        print(f"{NAME}: {error}", file=sys.stderr)
+        return 2
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
