@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from filters.window import RuntimeWindow
-from opgen.records import TIMING_COLUMNS
+from opgen.records import EXECUTE_COLUMNS, TIMING_COLUMNS
 from opgen.sandbox.gpu_memory import need_shown_by_failure
 from opgen.timing.driver import time_records, timing_summary
 from opgen.timing.measure import summarize
@@ -249,7 +249,9 @@ def test_a_task_short_of_gpu_memory_is_timed_again_once_its_memory_is_free(tmp_p
     monkeypatch.setenv("OPGEN_TEST_PAYLOAD_LOG", str(log))
     monkeypatch.setattr(timing, "FN_PATH", f"{__name__}:recording_measure_task")
     # the execute checks' peak (6,000 MB) and the failed allocation (2 GiB): what the retry waits for, not the
-    # estimate from the bytes moved (its operators' traffic, far more than is ever live at once)
+    # estimate from the bytes moved (its operators' traffic, far more than is ever live at once); a build's timing
+    # records carry the peak from their execute verdicts (EXECUTE_COLUMNS)
+    assert "gpu_peak_mb" in EXECUTE_COLUMNS
     record = {"id": "short", "code": short_once, "bytes_moved": 2**40, "flops": 1e6, "gpu_peak_mb": 6000}
     [row] = time_records([record], device="cpu", trials=2, warmups=0, with_compile=False, progress=False,
                          timeout_s=300)
