@@ -234,3 +234,22 @@ def test_run_profile_counts_what_the_other_workers_gpu_memory_cost():
                              "held_share": 0.3, "longest_hold_s": {"median": 0.5, "p90": 1.0, "max": 2.0},
                              "longest_hold_check": {"degenerate": 0.667, "runtime": 0.333}}
     assert "    the check that took it: degenerate 67%, runtime 33%" in execute_lines(execute, timed=True)
+
+
+def test_run_profile_counts_the_timings_tried_again_for_gpu_memory():
+    from opgen.analysis import run_profile
+    from opgen.analysis.profile_text import timing_lines
+
+    oom = "eager: OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    records = {"waited": {"memory_wait_s": 2.5, "timing_status": "ok"},
+               "waited_out": {"memory_wait_s": 60.1, "timing_status": "ok"},
+               "short_twice": {"memory_wait_s": 60.0, "timing_status": "error", "timing_error": oom},
+               "never_short": {"timing_status": "ok"}}
+    timing = run_profile.timing_profile(records)
+    assert (timing["memory_retries"], timing["memory_waited_out"], timing["memory_wait_s"]) == (3, 2, 122.6)
+    assert timing["out_of_memory"] == 1
+    window = {"below": 0, "above": 0}
+    assert ("  timed again after running short of GPU memory: 3 (2 of them waited out the minute's bound for it, "
+            "123 s of waiting in all); failed for GPU memory: 1") in timing_lines(timing, window)
+    calm = run_profile.timing_profile({"never_short": {"timing_status": "ok"}})
+    assert not any("GPU memory" in line for line in timing_lines(calm, window))

@@ -78,6 +78,11 @@ def timing_lines(timing: dict, window: dict) -> list[str]:
         if timing.get("lock_gate_wait_s_mean") is not None:
             lines.append(f"  of the wait for the lock, {_seconds(timing['lock_gate_wait_s_mean'])} behind other "
                          "exclusive holds, the rest for the shared holders to leave")
+        if timing.get("memory_retries") or timing.get("out_of_memory"):
+            lines.append(f"  timed again after running short of GPU memory: {timing.get('memory_retries', 0):,} "
+                         f"({timing.get('memory_waited_out', 0):,} of them waited out the minute's bound for it, "
+                         f"{timing.get('memory_wait_s', 0):,.0f} s of waiting in all); failed for GPU memory: "
+                         f"{timing['out_of_memory']:,}")
         if timing["in_window_per_min_ceiling"] is not None:
             lines.append(f"  the exclusive holds alone allow {timing['in_window_per_min_ceiling']} tasks into the "
                          "window a minute per GPU")

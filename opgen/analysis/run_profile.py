@@ -32,6 +32,7 @@ from filters.window import DEFAULT_WINDOW_MS
 from opgen.outcome import outcome_of
 from opgen.pipeline.report import seconds_share
 from opgen.pipeline.rundir import RunDir
+from opgen.sandbox.gpu_memory import MAX_WAIT_S
 from opgen.sandbox.pool import is_out_of_memory
 from opgen.timing.trials import PROFILER_ITERS, PROFILER_WARMUPS, SETTLE_WARMUPS
 
@@ -213,6 +214,7 @@ def timing_profile(records: dict[str, dict]) -> dict:
     free = [r["gpu_free_gb"] for r in rows if r.get("gpu_free_gb") is not None]
     ratios = [r["eager_ms"] / (r["eager_device_us"] / 1e3) for r in rows if r.get("eager_ms") and r.get("eager_device_us")]
     memory = sum(1 for r in rows if is_out_of_memory(r.get("timing_error")))
+    waits = [r["memory_wait_s"] for r in rows if r.get("memory_wait_s") is not None]
     hits = [r["compile_cache_hit"] for r in rows if r.get("compile_cache_hit") is not None]
     return {"tasks": len(rows), "in_window": sum(1 for r in rows if r.get("in_window")),
             "compile_cache_hit_share": round(sum(hits) / len(hits), 3) if hits else None, **hold_parts(rows),
@@ -221,7 +223,10 @@ def timing_profile(records: dict[str, dict]) -> dict:
             "gpu_free_gb_median": round(statistics.median(free), 2) if free else None,
             "gpu_free_gb_min": round(min(free), 2) if free else None,
             "events_over_device_1.1x": sum(1 for ratio in ratios if ratio > 1.1),
-            "events_over_device_1.5x": sum(1 for ratio in ratios if ratio > 1.5), "out_of_memory": memory}
+            "events_over_device_1.5x": sum(1 for ratio in ratios if ratio > 1.5), "out_of_memory": memory,
+            # timed again after running short of GPU memory, and those whose wait for it ran out its bound
+            "memory_retries": len(waits), "memory_wait_s": round(sum(waits), 1),
+            "memory_waited_out": sum(1 for wait in waits if wait >= MAX_WAIT_S - 1)}
 
 
 def rate_profile(execute: dict, timing: dict, wall_s: float) -> dict:
