@@ -42,18 +42,21 @@ def finished_stages(file: Path) -> int | None:
 def keep(brought: Path, kept: Path) -> tuple[int, str]:
     """Copy the state `brought` over `kept` when it is whole and no older: (exit status, the line that says so)."""
     try:
-        new = int(read_state(brought)[0]["markers"])
+        header = read_state(brought)[0]
     except UsageError as error:
         return 2, f"keep_state: {error}"
+    new = int(header["markers"])
     old = finished_stages(kept)
     if old is not None and new < old:
         return 1, (f"keep_state: refused: {brought} holds {new} finished stages, {kept} holds {old}; "
                    f"{kept} is left as it is")
     kept.parent.mkdir(parents=True, exist_ok=True)
     old_parts = state_files(kept)[1:]
-    main_file, *parts = state_files(brought)
-    new_parts = [kept.with_name(kept.name + part.name[len(brought.name):]) for part in parts]
-    for source, target in [*zip(parts, new_parts), (main_file, kept)]:   # the file that names the parts last
+    # the parts its header names (a folder may hold an older save's too)
+    suffixes = [f".{header['payload_sha256'][:12]}.{number}" for number in range(1, int(header["parts"]))]
+    parts = [brought.with_name(brought.name + suffix) for suffix in suffixes]
+    new_parts = [kept.with_name(kept.name + suffix) for suffix in suffixes]
+    for source, target in [*zip(parts, new_parts), (brought, kept)]:   # the file that names the parts last
         partial = target.with_name(target.name + ".tmp")
         shutil.copyfile(source, partial)
         partial.chmod(0o644)
