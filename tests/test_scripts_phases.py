@@ -92,7 +92,7 @@ def test_main_measures_both_phases_on_the_sample(tmp_path, monkeypatch, capsys):
 
 
 @pytest.mark.parametrize("make, message", [
-    (lambda tmp: tmp / "missing", "not a run folder or a state file"),
+    (lambda tmp: tmp / "missing", "no run folder or build state at"),
     (lambda tmp: tmp, "is not an opgen run folder"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, make, message):

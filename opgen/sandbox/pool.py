@@ -64,6 +64,12 @@ class SandboxResult:
 GARBLED = "garbled"   # what the pool makes of a line on a worker's channel that is no message
 
 
+def is_gpu_out_of_memory(message: str | None) -> bool:
+    """Whether an error message means the GPU ran out of memory (not the pool's resident limit on the host)."""
+    text = (message or "").lower()
+    return "cuda" in text and "out of memory" in text
+
+
 def is_out_of_memory(message: str | None) -> bool:
     """Whether an error message means memory pressure: CUDA out of memory (OutOfMemoryError, or
     AcceleratorError "CUDA error: out of memory" when a library allocates), or the pool's resident limit."""

@@ -20,7 +20,7 @@ from opgen.errors import MachineFault
 from opgen.sandbox import gpu_memory
 from opgen.sandbox.faults import ErrorRun, retried_after_harness_failure
 from opgen.sandbox.gpus import default_workers_per_gpu, gpu_lock_path, visible_gpus
-from opgen.sandbox.pool import KeptPools, SandboxPool, SandboxResult, out_of_memory
+from opgen.sandbox.pool import KeptPools, SandboxPool, SandboxResult, is_gpu_out_of_memory, out_of_memory
 from opgen.sandbox.worker import WARM_UP_ENV
 from opgen.timing.guard import recheck
 from opgen.timing.measure import empty_result
@@ -233,9 +233,8 @@ def recheck_reason(row: dict) -> str | None:
     verdict, and for a row timed again already."""
     if harness_failed(row):
         return "failed in the harness"
-    error = str(row.get("timing_error") or "").lower()
-    if (row.get("timing_status") == "error" and not row.get("timing_rechecked") and "cuda" in error
-            and "out of memory" in error):
+    if (row.get("timing_status") == "error" and not row.get("timing_rechecked")
+            and is_gpu_out_of_memory(row.get("timing_error"))):
         return "ran short of GPU memory beside other workers' tasks"
     return None
 

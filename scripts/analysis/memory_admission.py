@@ -21,6 +21,10 @@ import sys
 from collections import deque
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from opgen.sandbox.pool import is_gpu_out_of_memory  # noqa: E402
+
 FRESH_WORKER_START_S = 15.0
 
 
@@ -72,8 +76,7 @@ def where_time_went(rows: list[dict]) -> str:
 
 def short_of_gpu_memory(row: dict) -> bool:
     """A rejection because the checks ran out of GPU memory (beside the other workers' tasks, on every try)."""
-    detail = (row.get("detail") or "").lower()
-    return not row.get("keep") and "cuda" in detail and "out of memory" in detail
+    return not row.get("keep") and is_gpu_out_of_memory(row.get("detail"))
 
 
 def memory_rejections(rows: list[dict], moved: dict[str, float]) -> str:

@@ -29,8 +29,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from record_verdicts import Settings, run_checks  # noqa: E402
+from record_verdicts import Settings, per_candidate, run_checks  # noqa: E402
 
+from opgen.analysis.run_source import run_folder  # noqa: E402
 from opgen.errors import MachineFault, UsageError  # noqa: E402
 from opgen.pipeline.rundir import RunDir  # noqa: E402
 
@@ -46,20 +47,6 @@ class Sample:
     candidates: list[dict]
     timed: list[dict]
     in_window: int
-
-
-def run_folder(path: Path, scratch: Path) -> Path:
-    """`path` if it is a run folder, else the state file restored into `scratch`."""
-    if path.is_dir():
-        if not (path / "config.json").is_file():
-            raise UsageError(f"{path} is not an opgen run folder (no config.json)")
-        return path
-    if not path.is_file():
-        raise UsageError(f"not a run folder or a state file: {path}")
-    from opgen.pipeline.state import restore_state
-
-    restore_state(path, RunDir(scratch), None)
-    return scratch
 
 
 def latest_sample(run_dir: Path, candidates: int) -> Sample:
@@ -104,8 +91,7 @@ def measure(sample: Sample, config: dict, tasks: int, workers: int, timing_worke
     started = time.perf_counter()
     lines = list(run_checks(sample.candidates, settings, workers).values())
     checks_s = time.perf_counter() - started
-    worker_s = sum(line.get("worker_s") or 0.0 for line in lines) / len(lines)
-    waited_s = sum(line.get("worker_lock_wait_s") or 0.0 for line in lines) / len(lines)
+    worker_s, waited_s = per_candidate(lines)
     checks_a_minute = 60 * len(lines) / checks_s
 
     rows = sample.timed[-tasks:]

@@ -250,14 +250,16 @@ def replay_rows(rows: list[dict], sample: int | None) -> list[dict]:
     return [row for index, row in enumerate(rows) if index in chosen]
 
 
+def per_candidate(lines: list[dict]) -> tuple[float, float]:
+    """Verdict lines' worker-seconds a candidate, and the seconds of them spent waiting for the GPU's lock."""
+    return (sum(line.get("worker_s") or 0.0 for line in lines) / len(lines),
+            sum(line.get("worker_lock_wait_s") or 0.0 for line in lines) / len(lines))
+
+
 def pace_line(lines: list[dict], rows: list[dict], seconds: float, workers: int) -> str:
     """How fast the checks ran alone (no timed run closing the GPU's lock, nothing else on the machine): candidates
     a minute, and worker-seconds a candidate with their lock wait, beside what the recorded rows say they took in
     their build (where they say it)."""
-    def per_candidate(items: list[dict]) -> tuple[float, float]:
-        return (sum(item.get("worker_s") or 0.0 for item in items) / len(items),
-                sum(item.get("worker_lock_wait_s") or 0.0 for item in items) / len(items))
-
     now_s, now_wait = per_candidate(lines)
     text = (f"{NAME}: the checks alone: {len(lines)} candidates in {seconds:.1f} s with {workers} workers "
             f"({60 * len(lines) / max(seconds, 1e-9):.1f} a minute); worker-seconds a candidate {now_s:.2f}, "
