@@ -73,7 +73,7 @@ def test_main_measures_both_phases_on_the_sample(tmp_path, monkeypatch, capsys):
 
     def timing(rows, options, **kwargs):
         seen["timing"] = ([r["id"] for r in rows], options.device, kwargs["workers_per_gpu"])
-        return [{**r, "timed_s": 0.25} for r in rows]
+        return [{**r, "timed_s": 0.25, "timing_wall_s": 1.5} for r in rows]
 
     from opgen.timing import driver
 
@@ -88,7 +88,17 @@ def test_main_measures_both_phases_on_the_sample(tmp_path, monkeypatch, capsys):
     assert lines[1].startswith("phases: the checks alone: 8 candidates in ") and lines[1].endswith(
         "worker-seconds a candidate 2.00, 0.50 of them waiting for the GPU's lock")
     assert "exclusive hold 0.250 s a task (a ceiling of 102.9 tasks into the window a minute)" in lines[2]
+    # two workers at 1.5 s a row: 80 timings a minute once started
+    assert " (80.0 with its workers started: the rows' own seconds); exclusive hold" in lines[2]
+    # the stubbed checks take next to no time: 2.33 timings a task at 80 a minute, 34.3 a minute, 33% of 102.9
     assert lines[3].startswith("phases: the two phases one after the other: ")
+    assert lines[3].endswith("; 34.3 with the timing workers started, 33%")
+
+
+def test_the_steady_pace_is_the_workers_over_the_rows_own_seconds():
+    rows = [{"timing_wall_s": 2.0}, {"timing_wall_s": 4.0}, {"timing_wall_s": None}]
+    assert phases.steady_pace(rows, 3) == pytest.approx(60.0)   # 3 workers, 3 s a row
+    assert phases.steady_pace([{"timed_s": 1.0}], 3) is None
 
 
 @pytest.mark.parametrize("make, message", [

@@ -101,11 +101,13 @@ def measure(sample: Sample, config: dict, tasks: int, workers: int, timing_worke
     timing_s = time.perf_counter() - started
     held_s = sum(row.get("timed_s") or 0.0 for row in timed) / len(timed)
     timings_a_minute = 60 * len(timed) / timing_s
+    steady = steady_pace(timed, timing_workers)
 
     candidates_a_task = len(sample.candidates) / sample.in_window
     timed_a_task = len(sample.timed) / sample.in_window
     ceiling = 60 / (held_s * timed_a_task) if held_s else None
     rate = phased_rate(candidates_a_task, checks_a_minute, timed_a_task, timings_a_minute)
+    warm_rate = phased_rate(candidates_a_task, checks_a_minute, timed_a_task, steady) if steady else None
     return [
         f"{NAME}: {len(sample.shards)} shards ({sample.shards[0]} to {sample.shards[-1]}): "
         f"{len(sample.candidates)} candidates executed, {len(sample.timed)} timed, {sample.in_window} into the "
@@ -114,11 +116,23 @@ def measure(sample: Sample, config: dict, tasks: int, workers: int, timing_worke
         f"{checks_a_minute:.1f} a minute; worker-seconds a candidate {worker_s:.2f}, {waited_s:.2f} of them waiting "
         "for the GPU's lock",
         f"{NAME}: the timing alone: {len(timed)} tasks in {timing_s:.1f} s with {timing_workers} workers, "
-        f"{timings_a_minute:.1f} a minute; exclusive hold {held_s:.3f} s a task"
+        f"{timings_a_minute:.1f} a minute"
+        + (f" ({steady:.1f} with its workers started: the rows' own seconds)" if steady else "")
+        + f"; exclusive hold {held_s:.3f} s a task"
         + (f" (a ceiling of {ceiling:.1f} tasks into the window a minute)" if ceiling else ""),
         f"{NAME}: the two phases one after the other: {rate:.1f} tasks into the window a minute"
-        + (f", {rate / ceiling:.0%} of the ceiling" if ceiling else ""),
+        + (f", {rate / ceiling:.0%} of the ceiling" if ceiling else "")
+        + (f"; {warm_rate:.1f} with the timing workers started" if warm_rate else "")
+        + (f", {warm_rate / ceiling:.0%}" if warm_rate and ceiling else ""),
     ]
+
+
+def steady_pace(timed: list[dict], workers: int) -> float | None:
+    """Timings a minute once the pool's workers have started: `workers` at once, each row taking its own
+    `timing_wall_s`. A fresh pool's wall clock also holds every worker's start-up and first compiles, which a build
+    pays once a call, not once a phase."""
+    seconds = [row["timing_wall_s"] for row in timed if row.get("timing_wall_s")]
+    return 60 * workers * len(seconds) / sum(seconds) if seconds else None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -139,8 +139,12 @@ def main(argv: list[str] | None = None) -> int:
             os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(Path(folder) / "inductor-cache")
             warm = generated_tasks(1, args.device, prefix="warm_up")
             warm_files = write_folder(Path(folder) / "warm", warm, 2 * base.workers)   # every worker a first task
-            for _, reuse in modes:   # start every pool (workers, imports, a first compile) outside the figures
+            for mode, reuse in modes:   # start every pool (workers, imports, a first compile) outside the figures
+                warming = time.perf_counter()
                 grade_run(warm, warm_files, GradeOptions(**{**base.__dict__, "reuse_reference": reuse}))
+                # on stderr as it happens: a run cut short by its time limit still says where its time went
+                print(f"grading_throughput: {mode}: the pool started, {2 * base.workers} warm-up grades in "
+                      f"{time.perf_counter() - warming:.1f} s", file=sys.stderr, flush=True)
             results = []
             for mode, reuse in modes:   # generated tasks: each mode its own (dataset rows: the same for both)
                 tasks = rows or generated_tasks(args.tasks, args.device, prefix=mode)

@@ -91,10 +91,11 @@ PY
       ;;
     throughput)  # solutions graded per minute per GPU: TP_SOLUTIONS for each of TP_TASKS tasks of the dataset with the
       # reference's timing reused within the run, then (the before) TP_BEFORE tasks x 2 without, each in a process and
-      # compile cache of its own
+      # compile cache of its own; the figures so far after every TP_WAVE tasks (default 5), and each pool's start-up
+      # seconds on stderr (into the summary), so a step cut short by DEADLINE still says what it measured
       data=$(tasks)
       timeout "$(left)" python3 scripts/bench/grading_throughput.py --device cuda --dataset "$data" --reuse-only \
-        --tasks "${TP_TASKS:-25}" --solutions "${TP_SOLUTIONS:-8}" --wave-tasks "${TP_WAVE:-0}" > "$OUT/throughput.jsonl" 2> "$WORK/throughput.err"
+        --tasks "${TP_TASKS:-25}" --solutions "${TP_SOLUTIONS:-8}" --wave-tasks "${TP_WAVE:-5}" > "$OUT/throughput.jsonl" 2> "$WORK/throughput.err"
       say "throughput with reuse rc=$?: $(cat "$OUT/throughput.jsonl")"; tail -n 3 "$WORK/throughput.err" >> "$OUT/grade_summary.txt"
       timeout "$(left)" python3 scripts/bench/grading_throughput.py --device cuda --dataset "$data" --no-reuse \
         --tasks "${TP_BEFORE:-4}" --solutions 2 > "$WORK/before.jsonl" 2> "$WORK/throughput_before.err"
