@@ -3,7 +3,8 @@
 #   1. the GPU cases of the hack corpus, `pytest -m gpu tests/test_grade_gpu.py` (PYTEST_FILES: others beside it, the
 #      agent's CUDA extension in tests/test_agent_gpu.py): work left on a side stream (before
 #      and after the timed calls), a patched CUDA event timer (static scan, and the run-time guard alone), and the
-#      CPU corpus again on the device;
+#      CPU corpus again on the device; and, by default beside them, tests/test_gpu_memory.py's check that a worker
+#      gives its cached GPU blocks back when the device runs short;
 #   2. the reference solution (the task's own code as ModelNew) of N tasks of DATASET, drawn at random, graded as a
 #      folder of solutions (`opgen grade --solutions`): the median speed-up against eager (about 1: the grader times
 #      solution and baseline alike), the median of the row's recorded eager time over the solution's (rows timed on
@@ -21,7 +22,7 @@
 set -u
 export PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore HF_HUB_OFFLINE=1
 OUT=${OUT:-/tmp/opgen-grade}; N=${N:-100}; WORKERS=${WORKERS:-12}; STEPS=${STEPS:-pytest reference}; PYTEST_S=${PYTEST_S:-200}
-PYTEST_FILES=${PYTEST_FILES:-tests/test_grade_gpu.py}
+PYTEST_FILES=${PYTEST_FILES:-tests/test_grade_gpu.py tests/test_gpu_memory.py}
 DEADLINE=${DEADLINE:-460}; WORK=${WORK:-/tmp/opgen-grade-work}
 export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-/tmp/opgen-inductor-grade}
 mkdir -p "$OUT" "$WORK"
