@@ -60,21 +60,26 @@ def test_state_holds_marked_work_only_and_restores_it(tmp_path):
     assert before == {p: p.stat().st_mtime_ns for p in (tmp_path / "b").rglob("*.done")}
 
 
-def test_a_snapshot_reads_each_finished_file_once_and_the_clock_every_time(tmp_path):
+def test_a_snapshot_reads_an_unchanged_file_once_and_a_rewritten_one_again(tmp_path, monkeypatch):
     rundir = _fake_run(tmp_path / "a")
     rundir.start_clock()
     kept: dict = {}
     first = state.snapshot_state(tmp_path / "a", kept)
     assert state.CLOCK_MEMBER in kept and len(kept) == len(first.files)
-    candidates = tmp_path / "a" / "shards" / "00000" / "candidates.jsonl"
-    candidates.write_text("not read again\n")          # a finished file: the snapshot keeps what it read
-    clock = tmp_path / "a" / state.CLOCK_MEMBER
-    clock.write_text("[[1.0, 2.0]]")                    # the wall clock moves: read afresh
+    read: list[str] = []
+    real_read = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda path: read.append(path.name) or real_read(path))
+    # a repair rewrites a timed shard's rows (atomically, as the run folder writes every file), and the clock moves
+    rundir.write_rows(rundir.shard_dir(0), "candidates", [{"sample_index": 0, "code": "repaired"}])
+    (tmp_path / "a" / state.CLOCK_MEMBER).write_text("[[1.0, 2.0]]")
     second = dict((name, data) for name, data, _ in state.snapshot_state(tmp_path / "a", kept).files)
-    assert second["shards/00000/candidates.jsonl"] == dict((n, d) for n, d, _ in first.files)[
-        "shards/00000/candidates.jsonl"]
+    assert sorted(read) == ["candidates.jsonl", "clock.json"]      # the others kept from the first read
+    assert b"repaired" in second["shards/00000/candidates.jsonl"]
     assert second[state.CLOCK_MEMBER] == b"[[1.0, 2.0]]"
+    monkeypatch.setattr(Path, "read_bytes", real_read)
     state.write_state(state.snapshot_state(tmp_path / "a", kept), tmp_path / "s.state")
+    assert state.restore_state(tmp_path / "s.state", RunDir(tmp_path / "b"), CONFIG) == 3
+    assert "repaired" in (tmp_path / "b" / "shards" / "00000" / "candidates.jsonl").read_text()
     assert state.read_state(tmp_path / "s.state")[0]["markers"] == 3
 
 

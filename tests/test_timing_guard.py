@@ -126,6 +126,37 @@ def test_a_resumed_build_repairs_rows_timed_before_the_guard_knew_them(monkeypat
         build.executor.close()
 
 
+def test_a_repair_reaches_the_state_saved_after_it(monkeypatch, tmp_path):
+    """A save reads the shard's files before the repair rewrites them; the next save holds the repaired rows and
+    verdicts, so a build resumed from it has nothing left to repair (a save that kept what it read first would
+    send the old rows, and every later call would time them again)."""
+    from opgen.pipeline.config import BuildConfig
+    from opgen.pipeline.rundir import RunDir
+    from opgen.pipeline.state import restore_state
+
+    calls = _fake_timer(monkeypatch, 0.9)
+    rows = [_row(5.0, id="fine", sample_index=0),
+            _row(1.1, eager_device_us=300.0, id="rnn", sample_index=1, timing_device="cuda")]
+    RunDir(tmp_path / "run").claim({"n": 2, "seed": 0})
+    build, _ = _finished_shard(tmp_path / "run", rows, [True, True], BuildConfig(n=2, seed=0, device="cuda"))
+    build.save_path = tmp_path / "build.state"
+    try:
+        build._save_state()
+        _repair_now(build)
+        assert calls == [(["rnn"], True)]
+        build._save_state()
+        restored = RunDir(tmp_path / "restored")
+        restore_state(build.save_path, restored, None)
+        shard = restored.shard_dir(4)
+        assert [r["eager_ms"] for r in restored.rows(shard, "timed")] == [5.0, 0.9]
+        assert [v["keep"] for v in restored.rows(shard, "timing")] == [True, False]
+        build.rundir, build.rechecks = restored, {}
+        build._plan_rechecks()
+        assert build.rechecks == {}
+    finally:
+        build.executor.close()
+
+
 def test_a_resumed_build_repairs_its_rows_after_its_first_timed_shard_and_before_its_round_ends(monkeypatch, tmp_path):
     """The first new task does not wait for the repairs: they go to the timing lanes once a timing job of this call
     has come back (or no execute job is left); until a shard's repair is in, its round stays open and the shard does

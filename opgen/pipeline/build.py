@@ -95,7 +95,7 @@ class Build:
         self.saved_at = 0.0                     # perf_counter of the last state save
         self.save_s = 0.0                       # how long it took
         self.saving: threading.Thread | None = None   # a save being compressed beside the build
-        self.state_files: dict[str, tuple[bytes, int]] = {}   # run-folder files a save has read (final once marked)
+        self.state_files: dict[str, tuple[bytes, int, tuple]] = {}   # run-folder files a save has read (snapshot_state)
         self.faults = ErrorRun()                # machine faults: runs of identical errors across shards
         self.executor = executor
         self.progress = progress

@@ -78,18 +78,23 @@ class Snapshot:
     config: dict
 
 
-def snapshot_state(run_dir: str | Path, kept: dict[str, tuple[bytes, int]] | None = None) -> Snapshot:
+def snapshot_state(run_dir: str | Path, kept: dict[str, tuple[bytes, int, tuple]] | None = None) -> Snapshot:
     """Read what a save needs from the run folder: the driver does this, and the slow part, `write_state`'s
-    compression, can then run beside the build. `kept` (name -> bytes, mtime), filled as it goes, spares reading a
-    file again at the next save: every member but the wall clock is final once its marker is written (2.2 s in the
-    driver a save for 1,780 markers on an H200's host when read afresh each time)."""
+    compression, can then run beside the build. `kept` (name -> bytes, mtime, the file's identity), filled as it
+    goes, spares reading a file again at the next save while its identity (inode, size, mtime in ns) is unchanged:
+    most members never change once their marker is written (2.2 s in the driver a save for 1,780 markers on an
+    H200's host when read afresh each time), but a repair rewrites a timed shard's rows and marker, and the round
+    that holds it closes again; those are read afresh."""
     root = Path(run_dir)
     kept = {} if kept is None else kept
     files = []
     for name in state_members(root):
-        if name not in kept or name == CLOCK_MEMBER:
-            kept[name] = ((root / name).read_bytes(), int((root / name).stat().st_mtime))
-        files.append((name, *kept[name]))
+        stat = (root / name).stat()
+        identity = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        if name not in kept or kept[name][2] != identity or name == CLOCK_MEMBER:
+            kept[name] = ((root / name).read_bytes(), int(stat.st_mtime), identity)
+        data, mtime, _ = kept[name]
+        files.append((name, data, mtime))
     return Snapshot(files, json.loads(kept["config.json"][0]))
 
 
