@@ -12,7 +12,8 @@ workers, under the build's settings. Then the latest --tasks of the rows they ti
 the repository root (on a GPU machine after `source scripts/gpu/env.sh`). It prints one line for each phase, the
 shards' own funnel, and the estimate:
 tasks into the window a minute = 1 / (candidates a task / checks a minute + timed a task / timings a minute).
-On a fresh machine the figures include each worker's start-up and first compiles, as a build's first minutes do.
+On a fresh machine the wall-clock figures include each worker's start-up and first compiles, as a build's first
+minutes do; the timing line also gives the pace from the rows' own seconds, its workers' start-up left out.
 Exit 2 with one line for bad input or a machine fault.
 """
 
@@ -129,8 +130,8 @@ def measure(sample: Sample, config: dict, tasks: int, workers: int, timing_worke
 
 def steady_pace(timed: list[dict], workers: int) -> float | None:
     """Timings a minute once the pool's workers have started: `workers` at once, each row taking its own
-    `timing_wall_s`. A fresh pool's wall clock also holds every worker's start-up and first compiles, which a build
-    pays once a call, not once a phase."""
+    `timing_wall_s`. A fresh pool's wall clock also holds every worker's start-up (its imports and CUDA set-up),
+    which a build pays once a call, not once a phase."""
     seconds = [row["timing_wall_s"] for row in timed if row.get("timing_wall_s")]
     return 60 * workers * len(seconds) / sum(seconds) if seconds else None
 
