@@ -130,6 +130,7 @@ def test_a_repair_reaches_the_state_saved_after_it(monkeypatch, tmp_path):
     """A save reads the shard's files before the repair rewrites them; the next save holds the repaired rows and
     verdicts, so a build resumed from it has nothing left to repair (a save that kept what it read first would
     send the old rows, and every later call would time them again)."""
+    from opgen.pipeline.build import pending_repairs
     from opgen.pipeline.config import BuildConfig
     from opgen.pipeline.rundir import RunDir
     from opgen.pipeline.state import restore_state
@@ -141,6 +142,7 @@ def test_a_repair_reaches_the_state_saved_after_it(monkeypatch, tmp_path):
     build, _ = _finished_shard(tmp_path / "run", rows, [True, True], BuildConfig(n=2, seed=0, device="cuda"))
     build.save_path = tmp_path / "build.state"
     try:
+        assert pending_repairs(build.rundir) == (1, 1)   # the rnn row, in shard 4
         build._save_state()
         _repair_now(build)
         assert calls == [(["rnn"], True)]
@@ -150,6 +152,7 @@ def test_a_repair_reaches_the_state_saved_after_it(monkeypatch, tmp_path):
         shard = restored.shard_dir(4)
         assert [r["eager_ms"] for r in restored.rows(shard, "timed")] == [5.0, 0.9]
         assert [v["keep"] for v in restored.rows(shard, "timing")] == [True, False]
+        assert pending_repairs(restored) == (0, 0)
         build.rundir, build.rechecks = restored, {}
         build._plan_rechecks()
         assert build.rechecks == {}

@@ -229,7 +229,7 @@ class Build:
         for folder in sorted(self.rundir.root.glob("shards/*")):
             marker = self.rundir.done(folder, "timing")
             rows = self.rundir.rows(folder, "timed") if marker is not None else []
-            if any(recheck_reason(row) or (suspicions(row) and not row.get("timing_rechecked")) for row in rows):
+            if any(needs_repair(row) for row in rows):
                 self.rechecks[int(folder.name)] = (
                     {"records": self._with_checks_peak(folder, rows), "options": self.config.timing_options(),
                      "recheck_only": True,
@@ -671,6 +671,24 @@ class Build:
             self.first_task = (time.perf_counter() - self.started, published)
         if self.bar is not None:
             self.bar.update(published - self.bar.n)
+
+
+def needs_repair(row: dict) -> bool:
+    """Whether a timed row is timed again by a resumed CUDA build: its timing is no verdict of the task's
+    (`recheck_reason`), or the timing guard suspects it and it was never timed again."""
+    return bool(recheck_reason(row) or (suspicions(row) and not row.get("timing_rechecked")))
+
+
+def pending_repairs(rundir: RunDir) -> tuple[int, int]:
+    """The rows a resumed CUDA build would time again (`needs_repair`) in the run folder's timed shards, and the
+    shards that hold them."""
+    rows = shards = 0
+    for folder in sorted(rundir.root.glob("shards/*")):
+        if rundir.done(folder, "timing") is None:
+            continue
+        found = sum(1 for row in rundir.rows(folder, "timed") if needs_repair(row))
+        rows, shards = rows + found, shards + bool(found)
+    return rows, shards
 
 
 def run_build(config: BuildConfig, run_dir: str | Path, executor: LocalExecutor | RayExecutor | None = None,

@@ -8,13 +8,16 @@ and a published folder (what `opgen publish --dry-run` writes), and each data_so
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from opgen.errors import UsageError  # noqa: E402
+from opgen.pipeline.build import pending_repairs  # noqa: E402
 from opgen.pipeline.preview import preview_state  # noqa: E402
+from opgen.pipeline.rundir import RunDir  # noqa: E402
 from opgen.publish.folder import write_dataset_folder  # noqa: E402
 
 
@@ -37,6 +40,11 @@ def main(argv: list[str] | None = None) -> int:
     for source, counts in progress.items():
         print(f"| {source} | {counts['planned']} | {counts['executed']} | {counts['finished']} | {counts['tasks']} | "
               f"{counts['quota']} |")
+    run = RunDir(out / "run")
+    if json.loads(run.config_path.read_text(encoding="utf-8")).get("device") == "cuda":
+        rows, shards = pending_repairs(run)
+        print(f"timing repairs pending: {rows} row(s) in {shards} shard(s), timed again by the next resumed call "
+              "(the run log's `timing guard over earlier shards`)")
     return 0
 
 
