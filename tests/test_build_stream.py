@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -99,6 +100,10 @@ def test_streaming_times_every_survivor_and_reports_busy_time(streamed):
         assert 1 <= round(first_tasks) <= 5 and abs(first_tasks - round(first_tasks)) < 0.05
     log = (streamed / "logs" / "build.log").read_text()
     assert "GPU busy share" in log and "tasks/min since the first" in log
+    # where the time to the first task went: the first timed shard's send, return and its rows' own seconds
+    assert re.search(r"first timed shard \d+: sent [\d.]+ s into this call, back [\d.]+ s later; its \d+ row\(s\) "
+                     r"[\d.]+ s in their timing workers \(the longest [\d.]+ s", log)
+    assert log.count("first timed shard") == 1
     assert '"tasks_per_min"' in log.splitlines()[-1] and '"steady_tasks_per_min"' in log.splitlines()[-1]
 
 

@@ -118,6 +118,8 @@ class Build:
         self.started = time.perf_counter()
         self.first_task: tuple[float, int] | None = None         # (s into this call, tasks) when tasks first showed
         self.shard_timed_now = False                            # a timing job of this call has come back
+        self.timing_sent_at: dict[int, float] = {}              # shard -> perf_counter when its timing job went
+        self.first_timing_logged = False                        # the first timed shard's line is in the log
         self.rechecks: dict[int, tuple[dict, dict]] = {}        # shard -> (payload, marker): repairs not yet sent
         self.recheck_markers: dict[int, dict] = {}              # shard -> its timing marker: repairs under way
         self.recheck_tally: Counter = Counter()                 # shards, rows changed, harness failures repaired
@@ -533,6 +535,7 @@ class Build:
             payload = {"records": records, "options": self.config.timing_options(),
                        "timeout_s": self._timing_timeout_s(), "window_ms": list(self.config.runtime_window_ms),
                        "workers_per_gpu": self.timing_job_workers}
+            self.timing_sent_at[shard] = time.perf_counter()
             self.pending[self.executor.submit(self.timing, payload)] = (TIMING.name, state.index, shard)
 
     def _timing_timeout_s(self) -> float:
@@ -558,6 +561,9 @@ class Build:
         self.rundir.mark(folder, "timing", {"funnel": result["funnel"], "gpu_s": result.get("gpu_s", 0.0),
                                             "skipped": bool(result.get("skipped")), "stopped": bool(result.get("stopped"))})
         state.timed.add(shard)
+        if result["records"] and self.timing_sent_at and not self.first_timing_logged:
+            self.first_timing_logged = True
+            self._log_first_timing(shard, result["records"])
         self._count_published()
         self.gpu_s += result.get("gpu_s", 0.0)
         if self.gpus is None:
@@ -568,6 +574,19 @@ class Build:
                  "GPU busy share %.2f", shard, published, self.config.n, elapsed / 60,
                  steady_rate(self.first_task, published, elapsed) or 0.0, self.gpu_s / max(elapsed, 1e-9) / self.gpus)
         self._skip_unneeded()
+
+    def _log_first_timing(self, shard: int, records: list[dict]) -> None:
+        """Where the time to the call's first task went: when the shard's timing job was sent, how long it was out,
+        and what its rows took in their timing workers (the rest is the workers' start-up and the lane's queue)."""
+        sent = self.timing_sent_at.get(shard)
+        if sent is None:
+            return
+        walls = [row.get("timing_wall_s") or 0.0 for row in records]
+        slowest = records[walls.index(max(walls))]
+        log.info("first timed shard %d: sent %.1f s into this call, back %.1f s later; its %d row(s) %.1f s in "
+                 "their timing workers (the longest %.1f s, %.1f s of it waiting for GPU memory)",
+                 shard, sent - self.started, time.perf_counter() - sent, len(records), sum(walls), max(walls),
+                 slowest.get("memory_wait_s") or 0.0)
 
     # shards that cannot add to the dataset ---------------------------------------------------------------------
     def _done_shard(self, state: RoundState, shard: int) -> bool:
