@@ -577,14 +577,15 @@ class Build:
 
     def _log_first_timing(self, shard: int, records: list[dict]) -> None:
         """Where the time to the call's first task went: when the shard's timing job was sent, how long it was out,
-        and what its rows took in their timing workers (the rest is the workers' start-up and the lane's queue)."""
+        and what its rows took in their timing workers; the rest is the workers' start-up, the lane's queue, a try
+        that ran short of GPU memory and the wait before the next (`memory_wait_s`, said for the slowest row)."""
         sent = self.timing_sent_at.get(shard)
         if sent is None:
             return
         walls = [row.get("timing_wall_s") or 0.0 for row in records]
         slowest = records[walls.index(max(walls))]
         log.info("first timed shard %d: sent %.1f s into this call, back %.1f s later; its %d row(s) %.1f s in "
-                 "their timing workers (the longest %.1f s, %.1f s of it waiting for GPU memory)",
+                 "their timing workers (the longest %.1f s, after %.1f s waiting for GPU memory to try again)",
                  shard, sent - self.started, time.perf_counter() - sent, len(records), sum(walls), max(walls),
                  slowest.get("memory_wait_s") or 0.0)
 
