@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -228,15 +228,12 @@ class Build:
         call has timed a shard of its own (`_send_rechecks`): 39 shards' repairs took 131 s on an H100, which the
         first new task no longer waits for. Until a shard's repair is in, its round neither completes nor counts as
         finished when shards are skipped, and no round is planned: the dataset is the same as with the repairs first."""
-        for folder in sorted(self.rundir.root.glob("shards/*")):
-            marker = self.rundir.done(folder, "timing")
-            rows = self.rundir.rows(folder, "timed") if marker is not None else []
-            if any(needs_repair(row) for row in rows):
-                self.rechecks[int(folder.name)] = (
-                    {"records": self._with_checks_peak(folder, rows), "options": self.config.timing_options(),
-                     "recheck_only": True,
-                     "timeout_s": self._timing_timeout_s(), "window_ms": list(self.config.runtime_window_ms),
-                     "workers_per_gpu": self.timing_job_workers}, marker)
+        for folder, marker, rows in shards_to_repair(self.rundir):
+            self.rechecks[int(folder.name)] = (
+                {"records": self._with_checks_peak(folder, rows), "options": self.config.timing_options(),
+                 "recheck_only": True,
+                 "timeout_s": self._timing_timeout_s(), "window_ms": list(self.config.runtime_window_ms),
+                 "workers_per_gpu": self.timing_job_workers}, marker)
         if self.rechecks:
             log.info("timing guard over earlier shards: %d shard(s) hold rows to time again, after this call's first "
                      "timed shard", len(self.rechecks))
@@ -699,16 +696,20 @@ def needs_repair(row: dict) -> bool:
     return bool(recheck_reason(row) or (suspicions(row) and not row.get("timing_rechecked")))
 
 
-def pending_repairs(rundir: RunDir) -> tuple[int, int]:
-    """The rows a resumed CUDA build would time again (`needs_repair`) in the run folder's timed shards, and the
-    shards that hold them."""
-    rows = shards = 0
+def shards_to_repair(rundir: RunDir) -> Iterator[tuple[Path, dict, list[dict]]]:
+    """The run folder's timed shards holding a row to time again (`needs_repair`): folder, timing marker, rows."""
     for folder in sorted(rundir.root.glob("shards/*")):
-        if rundir.done(folder, "timing") is None:
-            continue
-        found = sum(1 for row in rundir.rows(folder, "timed") if needs_repair(row))
-        rows, shards = rows + found, shards + bool(found)
-    return rows, shards
+        marker = rundir.done(folder, "timing")
+        rows = rundir.rows(folder, "timed") if marker is not None else []
+        if any(needs_repair(row) for row in rows):
+            yield folder, marker, rows
+
+
+def pending_repairs(rundir: RunDir) -> tuple[int, int]:
+    """The rows a resumed CUDA build would time again in the run folder's timed shards, and the shards that hold
+    them."""
+    found = [sum(map(needs_repair, rows)) for _, _, rows in shards_to_repair(rundir)]
+    return sum(found), len(found)
 
 
 def run_build(config: BuildConfig, run_dir: str | Path, executor: LocalExecutor | RayExecutor | None = None,

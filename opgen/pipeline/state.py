@@ -45,7 +45,8 @@ MEMBER = re.compile(r"^(config\.json|logs/clock\.json|rounds/\d{3}/plan\.json|"
                     r"(rounds/\d{3}|shards/\d{5})/[a-z]+\.jsonl)$")
 
 
-def _part_path(file: Path, sha: str, number: int) -> Path:
+def part_path(file: Path, sha: str, number: int) -> Path:
+    """Part `number` (from 1) of the state `file` whose payload has digest `sha`."""
     return file.with_name(f"{file.name}.{sha[:12]}.{number}")
 
 
@@ -121,9 +122,9 @@ def write_state(snapshot: Snapshot, file: str | Path) -> dict:
         raise UsageError(f"cannot save the build state: its header is {len(line)} bytes (config too large)")
     file.parent.mkdir(parents=True, exist_ok=True)
     for number, chunk in enumerate(chunks[1:], start=1):
-        _write_atomically(_part_path(file, sha, number), chunk)
+        _write_atomically(part_path(file, sha, number), chunk)
     _write_atomically(file, line + chunks[0])
-    keep = {_part_path(file, sha, n).name for n in range(1, len(chunks))}
+    keep = {part_path(file, sha, n).name for n in range(1, len(chunks))}
     for stale in file.parent.glob(f"{file.name}.*.*"):
         if stale.name not in keep and re.fullmatch(re.escape(file.name) + r"\.[0-9a-f]{12}\.\d+", stale.name):
             stale.unlink(missing_ok=True)
@@ -157,7 +158,7 @@ def read_state(file: str | Path) -> tuple[dict, bytes]:
     sha = str(header.get("payload_sha256", ""))
     chunks = [raw[newline + 1:]]
     for number in range(1, int(header.get("parts", 1))):
-        part = _part_path(file, sha, number)
+        part = part_path(file, sha, number)
         if not part.is_file():
             raise UsageError(f"the build state {file} is incomplete: its part {part.name} is missing")
         chunks.append(part.read_bytes())

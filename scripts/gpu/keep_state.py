@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from opgen.errors import UsageError  # noqa: E402
-from opgen.pipeline.state import read_state  # noqa: E402
+from opgen.pipeline.state import part_path, read_state  # noqa: E402
 
 
 def state_files(file: Path) -> list[Path]:
@@ -53,9 +53,9 @@ def keep(brought: Path, kept: Path) -> tuple[int, str]:
     kept.parent.mkdir(parents=True, exist_ok=True)
     old_parts = state_files(kept)[1:]
     # the parts its header names (a folder may hold an older save's too)
-    suffixes = [f".{header['payload_sha256'][:12]}.{number}" for number in range(1, int(header["parts"]))]
-    parts = [brought.with_name(brought.name + suffix) for suffix in suffixes]
-    new_parts = [kept.with_name(kept.name + suffix) for suffix in suffixes]
+    numbers = range(1, int(header["parts"]))
+    parts = [part_path(brought, header["payload_sha256"], number) for number in numbers]
+    new_parts = [part_path(kept, header["payload_sha256"], number) for number in numbers]
     for source, target in [*zip(parts, new_parts), (brought, kept)]:   # the file that names the parts last
         partial = target.with_name(target.name + ".tmp")
         shutil.copyfile(source, partial)
