@@ -9,12 +9,15 @@ import time
 
 import pytest
 
+from opgen.errors import UsageError
 from opgen.sandbox.gpus import (
+    SHARED_SLOTS_ENV,
     LockWaits,
     compiled_graphs_locked,
     gpu_lock,
     holding_gpu_lock,
     inductor_benchmarks_locked,
+    shared_slots,
 )
 
 
@@ -56,6 +59,47 @@ def test_exclusive_holder_waits_for_readers_and_blocks_new_ones(tmp_path):
     r1, w, r2 = _span(log, "reader1"), _span(log, "writer"), _span(log, "reader2")
     assert w[0] >= r1[1]          # the writer entered after the first reader left
     assert r2[0] >= w[1]          # the late reader did not overtake the waiting writer
+
+
+def _most_inside_at_once(log: list) -> int:
+    inside = most = 0
+    for kind, _, _ in sorted(log, key=lambda entry: (entry[2], entry[0] == "in")):   # a leave before an entry
+        inside += 1 if kind == "in" else -1
+        most = max(most, inside)
+    return most
+
+
+def test_shared_slots_bound_how_many_shared_holders_are_inside_at_once(tmp_path, monkeypatch):
+    monkeypatch.setenv(SHARED_SLOTS_ENV, "2")
+    log: list = []
+    threads = [_hold(str(tmp_path / "gpu"), True, 0.2, log, f"r{i}") for i in range(5)]
+    for thread in threads:
+        thread.join()
+    assert sum(kind == "out" for kind, _, _ in log) == 5
+    assert _most_inside_at_once(log) == 2
+
+
+def test_a_shared_holder_waiting_for_a_slot_does_not_overtake_a_waiting_exclusive_one(tmp_path, monkeypatch):
+    monkeypatch.setenv(SHARED_SLOTS_ENV, "1")
+    path, log = str(tmp_path / "gpu"), []
+    first = _hold(path, True, 0.4, log, "reader1")
+    time.sleep(0.1)
+    waiting_for_the_slot = _hold(path, True, 0.1, log, "reader2")
+    time.sleep(0.1)
+    writer = _hold(path, False, 0.3, log, "writer")   # arrives while reader2 waits for the slot
+    for thread in (first, waiting_for_the_slot, writer):
+        thread.join()
+    r1, r2, w = _span(log, "reader1"), _span(log, "reader2"), _span(log, "writer")
+    assert w[0] >= r1[1]
+    assert r2[0] >= w[1]   # the slot did not let it past the gate the writer held
+
+
+def test_shared_slots_come_from_the_environment_and_a_malformed_value_is_one_usage_error():
+    assert shared_slots({}) == 0
+    assert shared_slots({SHARED_SLOTS_ENV: " 3 "}) == 3
+    for bad in ("two", "-1", "1.5"):
+        with pytest.raises(UsageError, match=SHARED_SLOTS_ENV):
+            shared_slots({SHARED_SLOTS_ENV: bad})
 
 
 def test_no_path_means_no_lock():

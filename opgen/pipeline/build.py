@@ -40,7 +40,7 @@ from opgen.pipeline.state import read_state, restore_state, snapshot_state, writ
 from opgen.records import EXECUTE_COLUMNS
 from opgen.sandbox.faults import ErrorRun
 from opgen.sandbox.gpu_memory import release_share
-from opgen.sandbox.gpus import visible_gpu_models
+from opgen.sandbox.gpus import SHARED_SLOTS_ENV, shared_slots, visible_gpu_models
 from opgen.timing.driver import recheck_reason, start_kept_pools
 from opgen.timing.guard import suspicions
 
@@ -156,6 +156,8 @@ class Build:
                  f", {timing_lane_count} timing lane(s)" if timing_lane_count else "")
         if self.sizing_note:
             log.info("%s", self.sizing_note)
+        if self.config.timing_device == "cuda" and shared_slots():
+            log.info("GPU lock: at most %d shared holders at once (%s)", shared_slots(), SHARED_SLOTS_ENV)
         self.bar = tqdm(total=self.config.n, desc="tasks", unit="task", file=sys.stderr, disable=not self.progress,
                         dynamic_ncols=True, position=0)
         try:
@@ -719,7 +721,7 @@ def run_build(config: BuildConfig, run_dir: str | Path, executor: LocalExecutor 
     """Build (or resume) the dataset of `config` in `run_dir` with `executor` (default: local, 2 workers);
     `save_state` keeps the build's state in that file as it goes, `resume_from` restores one first (state.py);
     `sizing_note` says in the log how the worker counts were chosen."""
-    release_share()   # a malformed GPU cache setting in the environment stops the build before any work
+    release_share(), shared_slots()   # a malformed GPU setting in the environment stops the build before any work
     own = executor is None
     executor = executor or LocalExecutor(2)
     try:

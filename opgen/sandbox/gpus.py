@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import random
 import subprocess
 import tempfile
 import threading
@@ -166,6 +167,55 @@ def holding_gpu_lock(path: str | None) -> bool:
     return bool(path) and path in _held()
 
 
+# Set in a build's environment (its workers inherit it): at most this many shared holders of a GPU's lock at once,
+# 0 (the default) for any number. Without MPS the GPU runs one process's kernels at a time, so a dozen shared holders
+# gain the checks little over a few, but a timed run that wants the lock waits for every one of them to finish
+# (0.30-0.42 s of a timed task's wait on one H100 in the 6,000-task build, beside a 0.5-0.6 s hold).
+SHARED_SLOTS_ENV = "OPGEN_GPU_SHARED_SLOTS"
+SLOT_POLL_S = 0.001   # how often a shared holder with no free slot tries the slots again
+
+
+def shared_slots(environ: dict | None = None) -> int:
+    """How many shared holders may hold a GPU's lock at once (SHARED_SLOTS_ENV; 0: any number); UsageError (one
+    line, exit 2) for a value that is not a whole number from 0 (a build checks it before any work)."""
+    text = (os.environ if environ is None else environ).get(SHARED_SLOTS_ENV, "").strip()
+    if not text:
+        return 0
+    if not text.isdigit():
+        raise UsageError(f"{SHARED_SLOTS_ENV}={text!r}: how many shared holders of a GPU's lock at once, a whole "
+                         "number (0: any number)")
+    return int(text)
+
+
+@contextlib.contextmanager
+def _shared_slot(path: str, slots: int) -> Iterator[None]:
+    """One of the `slots` slot files of the lock at `path`, held exclusively (none when slots is 0): tried in a
+    random order, all of them again every SLOT_POLL_S until one is free."""
+    if slots <= 0:
+        yield
+        return
+    handles = [open(f"{path}.slot{index}", "a+") for index in random.sample(range(slots), slots)]
+    try:
+        taken = None
+        while taken is None:
+            for handle in handles:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue
+                taken = handle
+                break
+            else:
+                time.sleep(SLOT_POLL_S)
+        try:
+            yield
+        finally:
+            fcntl.flock(taken, fcntl.LOCK_UN)
+    finally:
+        for handle in handles:
+            handle.close()
+
+
 @contextlib.contextmanager
 def gpu_lock(path: str | None, shared: bool = False, waits: LockWaits | None = None) -> Iterator[None]:
     """Hold the GPU's lock: exclusive for a timed run, shared for untimed GPU work; nothing when path is None.
@@ -188,8 +238,10 @@ def gpu_lock(path: str | None, shared: bool = False, waits: LockWaits | None = N
             if path:
                 held[path][0] -= 1
         return
-    with open(path + ".gate", "a+") as gate, open(path, "a+") as lock:
-        waiting = time.perf_counter()
+    waiting = time.perf_counter()
+    # a slot first, the gate after: a holder waiting for a slot holds nothing a timed run waits for
+    with _shared_slot(path, shared_slots() if shared else 0), open(path + ".gate", "a+") as gate, \
+            open(path, "a+") as lock:
         fcntl.flock(gate, fcntl.LOCK_EX)
         gated = time.perf_counter()
         if shared:

@@ -20,6 +20,7 @@
 #     folder; then as MODE=hold. Two splits of the cores compared on one machine, one after the other; or, with
 #     OPGEN_GPU_CACHE_RELEASE_SHARE=0 in this call's environment (the build and its workers inherit it), the check
 #     workers keeping their GPU cache through a check's holds, against the default (opgen/sandbox/gpu_memory.py).
+#     Or OPGEN_GPU_SHARED_SLOTS=K: at most K shared holders of the GPU's lock at once (opgen/sandbox/gpus.py).
 #   MODE=agree: end it the same way, time AGREE_N of its timed tasks drawn at random with the independent one-process
 #     timer (scripts/analysis/agreement.py, nothing else on the GPU) into $OUT/agreement.json, then start it again
 #     here and wait as MODE=hold (WAIT_S counts from the restart).
