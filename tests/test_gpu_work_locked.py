@@ -190,3 +190,31 @@ def test_the_verdict_line_names_the_check_that_took_the_longest_hold(tmp_path):
     assert run.longest_hold_check == "long" and run.lock_waits.longest_s >= 0.08 and run.lock_waits.holds == 3
     holds = _lock_holds(run.lock_waits, run.longest_hold_check)
     assert holds["lock_hold_max_check"] == "long" and holds["lock_hold_max_s"] == round(run.lock_waits.longest_s, 4)
+
+
+def test_the_verdict_line_says_how_long_each_check_held_the_lock(tmp_path):
+    """Where the checks' GPU time goes: each check's seconds holding the lock, its holds added up (a check that took
+    none is not named)."""
+    from filters.execute.worker import _lock_holds
+    from filters.validate import _verdict
+    from opgen.sandbox.pool import SandboxResult
+
+    class _Twice(_Holding):
+        def filter(self, run: TaskRun) -> Verdict:
+            super().filter(run)
+            return super().filter(run)
+
+    class _Unlocked(_Holding):
+        def filter(self, run: TaskRun) -> Verdict:
+            return Verdict.ok()
+
+    run = TaskRun(code="", name="t", gpu_lock_path=str(tmp_path / "gpu.lock"))
+    checks = [OnTheGpu(_Holding("once", 0.02)), OnTheGpu(_Twice("twice", 0.05)), OnTheGpu(_Unlocked("none", 0.0))]
+    assert judge(run, checks).keep
+    assert set(run.held_by_check) == {"once", "twice"}
+    assert 0.02 <= run.held_by_check["once"] < 0.1 and 0.1 <= run.held_by_check["twice"] < 0.2
+    assert sum(run.held_by_check.values()) == pytest.approx(run.lock_waits.held_s, abs=1e-3)
+    value = {"reason": None, "detail": None, "metrics": {}, "stages": [], "lock_wait_s": 0.0,
+             "lock_holds": _lock_holds(run.lock_waits, run.longest_hold_check, run.held_by_check)}
+    line = _verdict(SandboxResult("ok", value, "", seconds=1.0)).metrics
+    assert line["worker_lock_held_s_by_check"] == run.held_by_check

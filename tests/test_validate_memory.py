@@ -234,6 +234,12 @@ def test_run_profile_counts_what_the_other_workers_gpu_memory_cost():
                              "held_share": 0.3, "longest_hold_s": {"median": 0.5, "p90": 1.0, "max": 2.0},
                              "longest_hold_check": {"degenerate": 0.667, "runtime": 0.333}}
     assert "    the check that took it: degenerate 67%, runtime 33%" in execute_lines(execute, timed=True)
+    assert "held a candidate, by check" not in "".join(execute_lines(execute, timed=True))
+    execute["lock_holds"]["held_s_by_check"] = run_profile.held_by_check(
+        [{"worker_lock_held_s_by_check": {"compile": 0.5, "visible": 0.25}},
+         {"worker_lock_held_s_by_check": {"compile": 1.5}}, {"worker_lock_holds": 3}])
+    assert execute["lock_holds"]["held_s_by_check"] == {"compile": 1.0, "visible": 0.125}
+    assert "    held a candidate, by check: compile 1.00 s, visible 0.12 s" in execute_lines(execute, timed=True)
 
 
 def test_run_profile_counts_the_timings_tried_again_for_gpu_memory():

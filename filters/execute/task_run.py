@@ -44,6 +44,7 @@ class TaskRun:
     lock_waits: LockWaits = field(default_factory=LockWaits)   # the checks' holds of that lock, their waits
     cache_releases: int = 0   # holds that ended giving the allocator's cache back, the device short of memory
     longest_hold_check: str | None = None   # the check that took the longest of those holds (on CUDA)
+    held_by_check: dict[str, float] = field(default_factory=dict)   # seconds each check held the lock (on CUDA)
 
     @classmethod
     def from_payload(cls, payload: dict) -> TaskRun:

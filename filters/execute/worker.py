@@ -40,6 +40,7 @@ class OnTheGpu(Filter):
 
     def filter(self, run: TaskRun) -> Verdict:
         longest_before, run.lock_waits.longest_s = run.lock_waits.longest_s, 0.0
+        held_before = run.lock_waits.held_s
         try:
             if getattr(self.check, "holds_gpu_lock_itself", False):
                 return self.check.filter(run)
@@ -50,6 +51,8 @@ class OnTheGpu(Filter):
             if run.lock_waits.longest_s > longest_before:   # this check took the task's longest hold so far
                 run.longest_hold_check = self.name
             run.lock_waits.longest_s = max(longest_before, run.lock_waits.longest_s)
+            if run.lock_waits.held_s > held_before:
+                run.held_by_check[self.name] = round(run.lock_waits.held_s - held_before, 4)
 
 
 def stages_for(device: str) -> tuple[Filter, ...]:
@@ -91,17 +94,19 @@ def check_task(payload: dict) -> dict:
         verdict.metrics["gpu_cache_releases"] = run.cache_releases
     return {"reason": verdict.reason, "detail": verdict.detail, "metrics": verdict.metrics,
             "stages": [list(stage) for stage in verdict.stages], "lock_wait_s": round(run.lock_wait_s, 4),
-            "lock_holds": _lock_holds(run.lock_waits, run.longest_hold_check)}
+            "lock_holds": _lock_holds(run.lock_waits, run.longest_hold_check, run.held_by_check)}
 
 
-def _lock_holds(waits: LockWaits, longest_check: str | None = None) -> dict:
-    """The checks' holds of the GPU's lock, on CUDA: how many, how many waited, the seconds held, the longest and
-    the check that took it (what a timed run waiting at the gate waited for, at worst)."""
+def _lock_holds(waits: LockWaits, longest_check: str | None = None, held_by_check: dict | None = None) -> dict:
+    """The checks' holds of the GPU's lock, on CUDA: how many, how many waited, the seconds held (in all and by
+    check: where the checks' GPU work goes), the longest and the check that took it (what a timed run waiting at
+    the gate waited for, at worst)."""
     if not waits.holds:
         return {}
     return {"lock_holds": waits.holds, "lock_holds_waited": waits.waited, "lock_held_s": round(waits.held_s, 4),
             "lock_hold_max_s": round(waits.longest_s, 4),
-            **({"lock_hold_max_check": longest_check} if longest_check else {})}
+            **({"lock_hold_max_check": longest_check} if longest_check else {}),
+            **({"lock_held_s_by_check": held_by_check} if held_by_check else {})}
 
 
 def _reset_gpu_peak() -> bool:

@@ -42,6 +42,9 @@ def execute_lines(execute: dict, timed: bool) -> list[str]:
         if holds.get("longest_hold_check"):
             lines.append("    the check that took it: " + ", ".join(
                 f"{name} {_share(share)}" for name, share in holds["longest_hold_check"].items()))
+        if holds.get("held_s_by_check"):
+            lines.append("    held a candidate, by check: " + ", ".join(
+                f"{name} {_seconds(seconds)}" for name, seconds in holds["held_s_by_check"].items()))
     bands = execute.get("lock_wait_by_eager_ms") or {}
     if bands:
         lines.append("  lock wait a candidate by its shared-GPU eager median: " + ", ".join(

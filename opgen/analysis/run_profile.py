@@ -126,7 +126,18 @@ def lock_holds(lines: list[dict]) -> dict:
             "longest_hold_s": spread(longest),
             # the check that took a candidate's longest hold: share of the candidates that name one, most first
             "longest_hold_check": shares(Counter(line["worker_lock_hold_max_check"] for line in counted
-                                                 if line.get("worker_lock_hold_max_check")))}
+                                                 if line.get("worker_lock_hold_max_check"))),
+            "held_s_by_check": held_by_check(counted)}
+
+
+def held_by_check(lines: list[dict]) -> dict[str, float]:
+    """Seconds each check held the GPU's lock, a candidate (mean over the lines that say it, most first): where
+    the checks' GPU work goes, beside the other workers' work on the GPU unless the checks ran alone."""
+    said = [line["worker_lock_held_s_by_check"] for line in lines if line.get("worker_lock_held_s_by_check")]
+    totals: Counter = Counter()
+    for by_check in said:
+        totals.update(by_check)
+    return {name: round(seconds / len(said), 3) for name, seconds in totals.most_common()}
 
 
 def shares(counts: Counter) -> dict[str, float]:
