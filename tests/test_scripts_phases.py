@@ -69,7 +69,8 @@ def test_main_measures_both_phases_on_the_sample(tmp_path, monkeypatch, capsys):
 
     def checks(records, settings, workers):
         seen["checks"] = ([r["id"] for r in records], settings.device, workers)
-        return {r["id"]: {"worker_s": 2.0, "worker_lock_wait_s": 0.5} for r in records}
+        return {r["id"]: {"worker_s": 2.0, "worker_lock_wait_s": 0.5, "worker_lock_held_s": 0.75,
+                          "worker_lock_held_s_by_check": {"compile": 0.5, "visible": 0.25}} for r in records}
 
     def timing(rows, options, **kwargs):
         seen["timing"] = ([r["id"] for r in rows], options.device, kwargs["workers_per_gpu"])
@@ -87,12 +88,14 @@ def test_main_measures_both_phases_on_the_sample(tmp_path, monkeypatch, capsys):
                         "2.67 candidates and 2.33 timings a task")
     assert lines[1].startswith("phases: the checks alone: 8 candidates in ") and lines[1].endswith(
         "worker-seconds a candidate 2.00, 0.50 of them waiting for the GPU's lock")
-    assert "exclusive hold 0.250 s a task (a ceiling of 102.9 tasks into the window a minute)" in lines[2]
+    assert lines[2] == ("phases: the checks held the GPU's lock 0.750 s a candidate; by check: compile 0.500 s, "
+                        "visible 0.250 s")
+    assert "exclusive hold 0.250 s a task (a ceiling of 102.9 tasks into the window a minute)" in lines[3]
     # two workers at 1.5 s a row: 80 timings a minute once started
-    assert " (80.0 with its workers started: the rows' own seconds); exclusive hold" in lines[2]
+    assert " (80.0 with its workers started: the rows' own seconds); exclusive hold" in lines[3]
     # the stubbed checks take next to no time: 2.33 timings a task at 80 a minute, 34.3 a minute, 33% of 102.9
-    assert lines[3].startswith("phases: the two phases one after the other: ")
-    assert lines[3].endswith("; 34.3 with the timing workers started, 33%")
+    assert lines[4].startswith("phases: the two phases one after the other: ")
+    assert lines[4].endswith("; 34.3 with the timing workers started, 33%")
 
 
 def test_the_steady_pace_is_the_workers_over_the_rows_own_seconds():

@@ -13,7 +13,8 @@ the repository root (on a GPU machine after `source scripts/gpu/env.sh`). It pri
 shards' own funnel, and the estimate:
 tasks into the window a minute = 1 / (candidates a task / checks a minute + timed a task / timings a minute).
 On a fresh machine the wall-clock figures include each worker's start-up and first compiles, as a build's first
-minutes do; the timing line also gives the pace from the rows' own seconds, its workers' start-up left out.
+minutes do; the timing line also gives the pace from the rows' own seconds, its workers' start-up left out. On CUDA
+a line gives the checks' seconds holding the GPU's lock, by check: with --workers 1, each check's GPU work alone.
 Exit 2 with one line for bad input or a machine fault.
 """
 
@@ -116,6 +117,7 @@ def measure(sample: Sample, config: dict, tasks: int, workers: int, timing_worke
         f"{NAME}: the checks alone: {len(lines)} candidates in {checks_s:.1f} s with {workers} workers, "
         f"{checks_a_minute:.1f} a minute; worker-seconds a candidate {worker_s:.2f}, {waited_s:.2f} of them waiting "
         "for the GPU's lock",
+        *held_line(lines),
         f"{NAME}: the timing alone: {len(timed)} tasks in {timing_s:.1f} s with {timing_workers} workers, "
         f"{timings_a_minute:.1f} a minute"
         + (f" ({steady:.1f} with its workers started: the rows' own seconds)" if steady else "")
@@ -126,6 +128,19 @@ def measure(sample: Sample, config: dict, tasks: int, workers: int, timing_worke
         + (f"; {warm_rate:.1f} with the timing workers started" if warm_rate else "")
         + (f", {warm_rate / ceiling:.0%}" if warm_rate and ceiling else ""),
     ]
+
+
+def held_line(lines: list[dict]) -> list[str]:
+    """The checks' holds of the GPU's lock a candidate, in all and by check (none on the CPU): with --workers 1,
+    each check's GPU time with nothing beside it, which is what a timed run's closed lock leaves the checks."""
+    from opgen.analysis.run_profile import held_by_check
+
+    by_check = held_by_check(lines)
+    if not by_check:
+        return []
+    held = sum(line.get("worker_lock_held_s") or 0.0 for line in lines) / len(lines)
+    return [f"{NAME}: the checks held the GPU's lock {held:.3f} s a candidate; by check: "
+            + ", ".join(f"{name} {seconds:.3f} s" for name, seconds in by_check.items())]
 
 
 def steady_pace(timed: list[dict], workers: int) -> float | None:
