@@ -732,7 +732,8 @@ def run_build(config: BuildConfig, run_dir: str | Path, executor: LocalExecutor 
     """Build (or resume) the dataset of `config` in `run_dir` with `executor` (default: local, 2 workers);
     `save_state` keeps the build's state in that file as it goes, `resume_from` restores one first (state.py);
     `sizing_note` says in the log how the worker counts were chosen."""
-    release_share(), shared_slots()   # a malformed GPU setting in the environment stops the build before any work
+    release_share()   # a malformed GPU setting in the environment stops the build before any work
+    shared_slots()
     own = executor is None
     executor = executor or LocalExecutor(2)
     try:
