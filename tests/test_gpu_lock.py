@@ -102,6 +102,16 @@ def test_shared_slots_come_from_the_environment_and_a_malformed_value_is_one_usa
             shared_slots({SHARED_SLOTS_ENV: bad})
 
 
+def test_a_malformed_slot_count_stops_a_build_with_one_line_and_status_2(tmp_path, monkeypatch, capsys):
+    from opgen.cli import main
+
+    monkeypatch.setenv(SHARED_SLOTS_ENV, "two")
+    assert main(["build", "--n", "2", "--out", str(tmp_path / "run"), "--device", "cpu", "--profile", "smoke"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and SHARED_SLOTS_ENV in err[0] and "Traceback" not in err[0]
+    assert not (tmp_path / "run" / "shards").exists()   # before any work
+
+
 def test_no_path_means_no_lock():
     with gpu_lock(None), gpu_lock(None, shared=True):
         pass
