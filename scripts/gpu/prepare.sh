@@ -7,7 +7,10 @@
 #             200 gpu-profile candidates for the `calibrate` step (scripts/gpu/calibrate.py), and
 #             mixuniform.jsonl: the dedup survivors of gpu candidates 0-199 of seed 0 under --composition mix
 #             and uniform, interleaved, each id prefixed by its composition (scripts/gpu/checks.sh mixuniform).
-# Then call the device tool with carry [".devdata", ".whl"] and e.g. `STEPS=build OUT=$OUT bash scripts/gpu/checks.sh`.
+#   data/short-tasks.jsonl  60 tasks from the shortest quarter of the committed 6,000-task state's (a DATASET for
+#             scripts/gpu/grade.sh's throughput runs: scripts/gpu/short_tasks.py).
+# Then call the device tool with carry [".devdata", ".whl", "data/short-tasks.jsonl"] and e.g.
+# `STEPS=build OUT=$OUT bash scripts/gpu/checks.sh`.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 for path in /.whl/ /.devdata/; do grep -qx "$path" .git/info/exclude || echo "$path" >> .git/info/exclude; done
@@ -40,4 +43,8 @@ with open(".devdata/mixuniform.jsonl", "w") as out:
             if i < len(kept[mode]):
                 out.write(json.dumps(kept[mode][i]) + "\n")
 PY
+preview=$(mktemp -d)
+"$PY" scripts/analysis/state_preview.py builds/opgen-ops-6k/opgen-ops-6k.state --out "$preview" > /dev/null
+"$PY" scripts/gpu/short_tasks.py "$preview/run/tasks.parquet" --out data/short-tasks.jsonl
+rm -rf "$preview"
 du -sh .whl .devdata
