@@ -20,7 +20,8 @@ SHORTEST_SHARE = 0.25   # drawn from this share of the tasks, the shortest by ea
 def short_tasks(rows: list[dict], n: int, seed: int) -> list[dict]:
     """`n` of the rows (at most as many as there are) drawn from the SHORTEST_SHARE with the shortest `eager_ms`
     (rows without one left out), as (id, code) records in the order drawn."""
-    timed = sorted((row for row in rows if row.get("eager_ms") is not None), key=lambda row: (row["eager_ms"], row["id"]))
+    timed = sorted((row for row in rows if row.get("eager_ms") is not None),
+                   key=lambda row: (row["eager_ms"], row["id"]))
     pool = timed[:max(1, round(len(timed) * SHORTEST_SHARE))] if timed else []
     drawn = random.Random(seed).sample(pool, min(n, len(pool)))
     return [{"id": row["id"], "code": row["code"]} for row in drawn]
