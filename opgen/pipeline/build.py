@@ -534,7 +534,8 @@ class Build:
                 continue
             to_time.append((shard, records))
         # several at once (a resumed call's backlog): the lightest first, by the checks' rough eager medians, so the
-        # first task is not held up behind the heaviest (one 126 ms row's shard once came back a minute in)
+        # first task is not held up behind the heaviest (a one-row shard of a 126 ms RNN came back 1.0 min into a
+        # call: docs/benchmarks.md, run 11)
         for shard, records in lightest_first(to_time):
             payload = {"records": records, "options": self.config.timing_options(),
                        "timeout_s": self._timing_timeout_s(), "window_ms": list(self.config.runtime_window_ms),

@@ -169,8 +169,8 @@ def holding_gpu_lock(path: str | None) -> bool:
 
 # Set in a build's environment (its workers inherit it): at most this many shared holders of a GPU's lock at once,
 # 0 (the default) for any number. A timed run that wants the lock waits for every shared holder inside to finish.
-# At 2 on one H100 (the 6,000-task build's run 12) that wait fell from 0.22 to 0.10 s a timed task, but the checks
-# waited 76% of their time for the lock instead of 62% and the build made fewer tasks a minute: hence no bound.
+# At 2 on one H100 that wait fell from 0.22 to 0.10 s a timed task, but the checks waited 76% of their time for the
+# lock instead of 62% and the build made fewer tasks a minute (docs/benchmarks.md, run 12): hence no bound.
 SHARED_SLOTS_ENV = "OPGEN_GPU_SHARED_SLOTS"
 SLOT_POLL_S = 0.001   # how often a shared holder with no free slot tries the slots again
 
