@@ -19,12 +19,13 @@ VALIDATION_STAGES = (*(f.name for f in STATIC_FILTERS), SANDBOX_STAGE, *STAGE_NA
 
 
 def _payload(record: dict, device: str, threads: int, runtime_window_ms, seed: int, draws: int,
-             checks: tuple[str, ...] | None = None, timeout_s: float | None = None) -> dict:
+             checks: tuple[str, ...] | None = None, timeout_s: float | None = None, device_time: bool = False) -> dict:
     return {"code": record["code"], "id": record.get("id"), "device": device, "threads": threads, "seed": seed,
             "draws": draws, "runtime_window_ms": list(runtime_window_ms) if runtime_window_ms else None,
             "stages": list(checks) if checks is not None else None,
             # the memory a retry short of GPU memory waits for, and how long it may (opgen/sandbox/gpu_memory.py)
-            "bytes_moved": record.get("bytes_moved"), "timeout_s": timeout_s}
+            "bytes_moved": record.get("bytes_moved"), "timeout_s": timeout_s,
+            **({"device_time": True} if device_time else {})}
 
 
 MEMORY_RETRIES = 2   # tries again in a kept worker for a task whose checks ran short of GPU memory beside others
@@ -57,6 +58,8 @@ def _verdict(result: SandboxResult) -> Verdict:
         if value.get("lock_wait_s"):
             verdict.metrics["worker_lock_wait_s"] = value["lock_wait_s"]
         verdict.metrics.update({f"worker_{key}": figure for key, figure in (value.get("lock_holds") or {}).items()})
+        if value.get("device_s_by_check"):
+            verdict.metrics["worker_device_s_by_check"] = value["device_s_by_check"]
     if not verdict.stages:
         verdict.stages = [(SANDBOX_STAGE, result.seconds)]
     # the worker's wall and CPU seconds on the task, and which worker and which of its tasks it was (a first task
@@ -87,14 +90,15 @@ def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int =
                      funnel: Funnel | None = None, progress: bool = False, seed: int = 0, draws: int = 3,
                      reuse_pool: bool = False, lane: int = 0, lanes: int = 1,
                      stop: threading.Event | None = None, faults: ErrorRun | None = None,
-                     checks: tuple[str, ...] | None = None) -> list[dict] | None:
+                     checks: tuple[str, ...] | None = None, device_time: bool = False) -> list[dict] | None:
     """Verdict lines of the sandboxed execute checks, one per record, in input order.
 
     `reuse_pool` keeps the workers alive for the next call in this process (the build's shards); a build
     running `lanes` such calls side by side gives each its `lane` number: its own kept pool, its share of
     the CPU threads, and its next GPUs on a machine with several. Once `stop` is set (the build no longer needs
     these verdicts) the checks under way finish, none starts, and the call returns None. `checks` names the
-    execute checks to run (in their own order; all of them by default).
+    execute checks to run (in their own order; all of them by default). `device_time` runs each check under torch's
+    profiler and puts the device's seconds on it on the line (`worker_device_s_by_check`): a diagnosis, slower.
 
     A rejection whose message names the machine, or a run of identical ones (`faults`, which may carry the run
     over from earlier calls: opgen/sandbox/faults.py), raises MachineFault: the call returns no verdict at all."""
@@ -106,7 +110,8 @@ def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int =
     unknown = sorted(set(checks or ()) - set(STAGE_NAMES))
     if unknown:
         raise ValueError(f"unknown execute checks: {', '.join(unknown)} (known: {', '.join(STAGE_NAMES)})")
-    payloads = [_payload(r, device, threads, runtime_window_ms, seed, draws, checks, timeout_s) for r in records]
+    payloads = [_payload(r, device, threads, runtime_window_ms, seed, draws, checks, timeout_s, device_time)
+                for r in records]
     slot_envs = gpu_slot_envs(device)
     if slot_envs:  # lane k's workers start on the GPU after lane k-1's
         offset = (lane * workers) % len(slot_envs)

@@ -119,3 +119,29 @@ def test_a_build_that_timed_nothing_is_refused(tmp_path, capsys):
     config = json.loads((run / "config.json").read_text())
     (run / "config.json").write_text(json.dumps({**config, "cpu_timing": False}))
     assert main([str(run)]) == 2 and "the build timed nothing" in capsys.readouterr().err
+
+
+def test_device_time_checks_again_under_the_profiler_and_says_each_check_s_share(tmp_path, monkeypatch, capsys):
+    run = _run(tmp_path / "run", [(4, 1, True), (4, 2, True)])
+    calls = []
+
+    def checks(records, settings, workers, device_time=False):
+        calls.append(device_time)
+        line = {"worker_s": 2.0, "worker_lock_wait_s": 0.0, "worker_lock_held_s": 0.75,
+                "worker_lock_held_s_by_check": {"compile": 0.5, "visible": 0.25}}
+        if device_time:
+            line = {**line, "worker_device_s_by_check": {"compile": 0.1, "visible": 0.2}}
+        return {r["id"]: line for r in records}
+
+    from opgen.timing import driver
+
+    monkeypatch.setattr(phases, "run_checks", checks)
+    monkeypatch.setattr(driver, "time_records", lambda rows, options, **kwargs: [{**r, "timed_s": 0.25} for r in rows])
+    assert main([str(run), "--workers", "1", "--device-time"]) == 0
+    assert calls == [False, True]   # the plain pass's rates and holds are not the profiler's
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[3] == ("phases: the device's own seconds on the checks (torch's profiler) 0.300 s a candidate, 40% "
+                        "of their holds of the GPU's lock; by check: visible 0.200 s of 0.250 held, compile 0.100 s "
+                        "of 0.500 held")
+    assert main([str(run), "--workers", "1"]) == 0 and calls == [False, True, False]
+    assert "device's own seconds" not in capsys.readouterr().out

@@ -363,13 +363,13 @@ def test_a_run_holding_the_gpu_alone_reads_its_profiles_after_giving_it_back(tmp
 
     lock = str(tmp_path / "gpu.lock")
     held_while_reading = []
-    read = trials._profiled_total_us
+    read = trials.profiled_total_us
 
     def reading(prof, device):
         held_while_reading.append(dict(gpus._held()))
         return read(prof, device)
 
-    monkeypatch.setattr(trials, "_profiled_total_us", reading)
+    monkeypatch.setattr(trials, "profiled_total_us", reading)
     result = measure_task({"code": LINEAR_TASK, "id": "linear", "device": "cpu", "trials": 3, "warmups": 2,
                            "trial_mode": "fixed", "gpu_lock": lock})
     assert result["timing_status"] == "ok", result["timing_error"]

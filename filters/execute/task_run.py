@@ -45,6 +45,7 @@ class TaskRun:
     cache_releases: int = 0   # holds that ended giving the allocator's cache back, the device short of memory
     longest_hold_check: str | None = None   # the check that took the longest of those holds (on CUDA)
     held_by_check: dict[str, float] = field(default_factory=dict)   # seconds each check held the lock (on CUDA)
+    device_s_by_check: dict[str, float] = field(default_factory=dict)   # the device's seconds on each (device_time.py)
 
     @classmethod
     def from_payload(cls, payload: dict) -> TaskRun:

@@ -8,6 +8,7 @@ import torch
 
 from filters.base import Filter, Verdict, judge
 from filters.execute import STAGES
+from filters.execute.device_time import DeviceTimed
 from filters.execute.task_run import TaskRun
 from opgen.sandbox import gpu_memory
 from opgen.sandbox.gpus import LockWaits, current_gpu_lock_path
@@ -70,7 +71,8 @@ CHECK_WORKER_NICENESS = 10
 def check_task(payload: dict) -> dict:
     """Run the execute checks (or the payload's `stages` of them) on one task: {"reason", "detail", "metrics",
     "stages": [[name, seconds], ...], "lock_wait_s"} (the last: seconds the checks waited for the GPU's lock,
-    included in their stage seconds), "lock_holds" (on CUDA, the checks' holds of it: `_lock_holds`). A task tried again after it ran out of GPU memory beside other workers' tasks
+    included in their stage seconds), "lock_holds" (on CUDA, the checks' holds of it: `_lock_holds`) and, when the
+    payload asks for `device_time`, "device_s_by_check" (filters/execute/device_time.py). A task tried again after it ran out of GPU memory beside other workers' tasks
     (`memory_wait`) first waits for the memory it needs to come free (opgen/sandbox/gpu_memory.py)."""
     run = TaskRun.from_payload(payload)
     waited = {}
@@ -82,6 +84,8 @@ def check_task(payload: dict) -> dict:
     measuring = run.device.startswith("cuda") and _reset_gpu_peak()
     only = payload.get("stages")   # a subset of the checks, by name (in their own order); None: all of them
     checks = [check for check in stages_for(run.device) if only is None or check.name in only]
+    if payload.get("device_time"):   # a diagnosis: each check's device seconds, from the profiler
+        checks = [DeviceTimed(check) for check in checks]
     with isolated_torch_state():
         if threads:
             torch.set_num_threads(int(threads))
@@ -94,7 +98,8 @@ def check_task(payload: dict) -> dict:
         verdict.metrics["gpu_cache_releases"] = run.cache_releases
     return {"reason": verdict.reason, "detail": verdict.detail, "metrics": verdict.metrics,
             "stages": [list(stage) for stage in verdict.stages], "lock_wait_s": round(run.lock_wait_s, 4),
-            "lock_holds": _lock_holds(run.lock_waits, run.longest_hold_check, run.held_by_check)}
+            "lock_holds": _lock_holds(run.lock_waits, run.longest_hold_check, run.held_by_check),
+            **({"device_s_by_check": run.device_s_by_check} if run.device_s_by_check else {})}
 
 
 def _lock_holds(waits: LockWaits, longest_check: str | None = None, held_by_check: dict | None = None) -> dict:

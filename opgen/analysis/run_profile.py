@@ -133,7 +133,12 @@ def lock_holds(lines: list[dict]) -> dict:
 def held_by_check(lines: list[dict]) -> dict[str, float]:
     """Seconds each check held the GPU's lock, a candidate (mean over the lines that say it, most first): where
     the checks' GPU work goes, beside the other workers' work on the GPU unless the checks ran alone."""
-    said = [line["worker_lock_held_s_by_check"] for line in lines if line.get("worker_lock_held_s_by_check")]
+    return by_check(lines, "worker_lock_held_s_by_check")
+
+
+def by_check(lines: list[dict], key: str) -> dict[str, float]:
+    """The mean of a by-check figure `key` a candidate, over the lines that say it, largest first."""
+    said = [line[key] for line in lines if line.get(key)]
     totals: Counter = Counter()
     for by_check in said:
         totals.update(by_check)

@@ -142,15 +142,16 @@ def profiled_time_us(torch, fn: Callable, inputs: list, device: str, prof,
     """The summed device time per call (µs) of a profile from `profile_calls`. A CUDA profile with no device
     events (builds that record them only beside the CPU activity) is taken again with it, inside `alone()` (the
     GPU held alone, as for any timed call)."""
-    total = _profiled_total_us(prof, device)
+    total = profiled_total_us(prof, device)
     if device == "cuda" and total == 0:
         with alone():
             prof = profile_calls(torch, fn, inputs, device, warmups=0, with_cpu=True)
-        total = _profiled_total_us(prof, device)
+        total = profiled_total_us(prof, device)
     return total / PROFILER_ITERS
 
 
-def _profiled_total_us(prof, device: str) -> float:
+def profiled_total_us(prof, device: str) -> float:
+    """A profile's summed device time (µs): on CUDA its kernels' and copies', else its operators' own CPU time."""
     from torch.autograd import DeviceType
 
     events = prof.events()

@@ -3,7 +3,7 @@ closing the GPU's lock, then the timing of those shards' tasks with no check bes
 alternated the two phases would make a minute, against the rate of the build as it streams them together.
 
     python scripts/analysis/phases.py builds/opgen-ops-6k/opgen-ops-6k.state [--candidates 100] [--tasks 60]
-        [--workers 10] [--timing-workers 6]
+        [--workers 10] [--timing-workers 6] [--device-time]
 
 The input is a build's state file or run folder. It takes the latest shards that were both executed and timed, until
 they hold --candidates executed candidates. Their candidates go through the execute checks again in --workers
@@ -15,6 +15,8 @@ tasks into the window a minute = 1 / (candidates a task / checks a minute + time
 On a fresh machine the wall-clock figures include each worker's start-up and first compiles, as a build's first
 minutes do; the timing line also gives the pace from the rows' own seconds, its workers' start-up left out. On CUDA
 a line gives the checks' seconds holding the GPU's lock, by check: with --workers 1, each check's GPU work alone.
+--device-time checks the candidates once more under torch's profiler and prints the device's own seconds on each
+check beside its holds: how much of a hold is work on the GPU, not host work another holder could overlap.
 Exit 2 with one line for bad input or a machine fault.
 """
 
@@ -84,8 +86,10 @@ def phased_rate(candidates_a_task: float, checks_a_minute: float, timed_a_task: 
     return 1.0 / (candidates_a_task / checks_a_minute + timed_a_task / timings_a_minute)
 
 
-def measure(sample: Sample, config: dict, tasks: int, workers: int, timing_workers: int) -> list[str]:
-    """Both phases, one after the other, and the lines that say what they cost."""
+def measure(sample: Sample, config: dict, tasks: int, workers: int, timing_workers: int,
+            device_time: bool = False) -> list[str]:
+    """Both phases, one after the other, and the lines that say what they cost (`device_time`: then the checks
+    once more under torch's profiler, for their device seconds: `device_line`)."""
     from opgen.pipeline.preview import config_of
     from opgen.timing.driver import TimingOptions, time_records
 
@@ -95,6 +99,7 @@ def measure(sample: Sample, config: dict, tasks: int, workers: int, timing_worke
     checks_s = time.perf_counter() - started
     worker_s, waited_s = per_candidate(lines)
     checks_a_minute = 60 * len(lines) / checks_s
+    profiled = list(run_checks(sample.candidates, settings, workers, device_time=True).values()) if device_time else []
 
     rows = sample.timed[-tasks:]
     options = TimingOptions(**config_of(config).timing_options())
@@ -118,6 +123,7 @@ def measure(sample: Sample, config: dict, tasks: int, workers: int, timing_worke
         f"{checks_a_minute:.1f} a minute; worker-seconds a candidate {worker_s:.2f}, {waited_s:.2f} of them waiting "
         "for the GPU's lock",
         *held_line(lines),
+        *(device_line(profiled, lines) if device_time else []),
         f"{NAME}: the timing alone: {len(timed)} tasks in {timing_s:.1f} s with {timing_workers} workers, "
         f"{timings_a_minute:.1f} a minute"
         + (f" ({steady:.1f} with its workers started: the rows' own seconds)" if steady else "")
@@ -143,6 +149,23 @@ def held_line(lines: list[dict]) -> list[str]:
             + ", ".join(f"{name} {seconds:.3f} s" for name, seconds in by_check.items())]
 
 
+def device_line(profiled: list[dict], plain: list[dict]) -> list[str]:
+    """The device's own seconds on the checks a candidate (a second pass of them under torch's profiler, which
+    slows them), by check, each beside its seconds holding the GPU's lock in the plain pass (on CUDA): with
+    --workers 1, how much of a check's holds is work on the GPU, which no timed run's exclusive hold can overlap."""
+    from opgen.analysis.run_profile import by_check
+
+    device = by_check(profiled, "worker_device_s_by_check")
+    if not device:
+        return [f"{NAME}: the profiler gave no device seconds for the checks"]
+    held = by_check(plain, "worker_lock_held_s_by_check")
+    total, held_total = sum(device.values()), sum(held.values())
+    return [f"{NAME}: the device's own seconds on the checks (torch's profiler) {total:.3f} s a candidate"
+            + (f", {total / held_total:.0%} of their holds of the GPU's lock" if held_total else "") + "; by check: "
+            + ", ".join(f"{name} {seconds:.3f} s" + (f" of {held[name]:.3f} held" if name in held else "")
+                        for name, seconds in device.items())]
+
+
 def steady_pace(timed: list[dict], workers: int) -> float | None:
     """Timings a minute once the pool's workers have started: `workers` at once, each row taking its own
     `timing_wall_s`. A fresh pool's wall clock also holds every worker's start-up (its imports and CUDA set-up),
@@ -159,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=10,
                         help="execute check workers (the build's default on 16 cores)")
     parser.add_argument("--timing-workers", type=int, default=6, help="timing workers on the GPU")
+    parser.add_argument("--device-time", action="store_true",
+                        help="check the candidates once more under torch's profiler: each check's device seconds")
     args = parser.parse_args(argv)
     try:
         if min(args.candidates, args.tasks, args.workers, args.timing_workers) < 1:
@@ -175,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
                 if not visible_gpus():
                     raise UsageError(f"{args.build} was built on CUDA and no CUDA device is visible here: run this "
                                      "on a GPU machine of the build's model")
-            lines = measure(sample, config, args.tasks, args.workers, args.timing_workers)
+            lines = measure(sample, config, args.tasks, args.workers, args.timing_workers, args.device_time)
     except (UsageError, MachineFault) as error:
         print(f"{NAME}: {error}", file=sys.stderr)
         return 2

@@ -102,13 +102,14 @@ def out_of_memory(row: dict) -> bool:
 
 
 def run_checks(records: list[dict], settings: Settings, workers: int,
-               checks: tuple[str, ...] = STAGE_NAMES) -> dict[str, dict]:
-    """Verdict lines of `checks` on `records` under `settings`, by candidate id."""
+               checks: tuple[str, ...] = STAGE_NAMES, device_time: bool = False) -> dict[str, dict]:
+    """Verdict lines of `checks` on `records` under `settings`, by candidate id (`device_time`: with each check's
+    device seconds, filters/execute/device_time.py)."""
     from filters.validate import execute_verdicts
 
     lines = execute_verdicts(records, device=settings.device, workers=workers, timeout_s=settings.timeout_s,
                              memory_mb=settings.memory_mb, runtime_window_ms=settings.runtime_window_ms,
-                             seed=settings.seed, draws=settings.draws, checks=checks)
+                             seed=settings.seed, draws=settings.draws, checks=checks, device_time=device_time)
     return {record["id"]: line for record, line in zip(records, lines)}
 
 

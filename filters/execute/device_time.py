@@ -1,0 +1,41 @@
+"""A diagnosis of the execute checks: the seconds the device itself spent on each check's work, from torch's profiler.
+
+A check's holds of the GPU's lock hold host work too (drawing inputs, launches, reading results back), which other
+holders can overlap; a timed run's exclusive hold cannot overlap any of the checks' device work. With one check worker
+alone on a GPU (`scripts/analysis/phases.py --workers 1 --device-time`), a check's device seconds beside its lock
+seconds say how much of its holds is work on the GPU. Asked for by the payload (`device_time`); never in a build,
+since the profiler slows the checks and reading its events is host work.
+"""
+
+from __future__ import annotations
+
+from filters.base import Filter, Verdict
+from filters.execute.task_run import TaskRun
+from opgen.timing.trials import profiled_total_us
+
+
+class DeviceTimed(Filter):
+    """A check run under torch's profiler, its device seconds added to `run.device_s_by_check` once it ends (same
+    name, reasons and fields as the check it wraps, whose verdict it returns unchanged)."""
+
+    def __init__(self, check: Filter):
+        self.check = check
+        self.name, self.error_reason = check.name, check.error_reason
+        self.reads, self.writes = check.reads, check.writes
+
+    def filter(self, run: TaskRun) -> Verdict:
+        from torch.profiler import ProfilerActivity, profile
+
+        on_cuda = run.device.startswith("cuda")
+        # the CPU activity beside CUDA: some builds record device events only with it (opgen/timing/trials.py)
+        activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA] if on_cuda else [ProfilerActivity.CPU]
+        with profile(activities=activities) as prof:
+            try:
+                verdict = self.check.filter(run)
+            finally:
+                run.synchronize()
+        # read once the check, and any hold of the GPU's lock inside it, has ended: host work; a check that raised
+        # (a verdict judge() makes) gets no figure
+        seconds = profiled_total_us(prof, "cuda" if on_cuda else "cpu") / 1e6
+        run.device_s_by_check[self.name] = round(run.device_s_by_check.get(self.name, 0.0) + seconds, 4)
+        return verdict
