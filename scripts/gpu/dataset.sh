@@ -15,7 +15,8 @@
 #       OUT=$OUT MODE=hold WAIT_S=560 bash scripts/gpu/dataset.sh
 #     Beside it, scripts/gpu/memory_sampler.py samples the sandbox workers' host and GPU memory every 5 s: each
 #     call brings the samples back as $OUT/memory.jsonl.gz.
-#   MODE=stop: end the background build (SIGTERM: it saves its state on the way out) and copy the state.
+#   MODE=stop: end the background build (SIGTERM: it saves its state on the way out) and copy the state. A later
+#     MODE=hold only copies that state again; MODE=restart starts the build again.
 #   MODE=restart: end it the same way and start it again here (with this call's BUILD_FLAGS), resuming from its run
 #     folder; then as MODE=hold. Two splits of the cores compared on one machine, one after the other; or, with
 #     OPGEN_GPU_CACHE_RELEASE_SHARE=0 in this call's environment (the build and its workers inherit it), the check
