@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from filters.base import Filter, Verdict
 from filters.execute.task_run import TaskRun
-from opgen.timing.trials import profiled_total_us
+from opgen.sandbox.profiled import profiled_total_us
 
 
 class DeviceTimed(Filter):

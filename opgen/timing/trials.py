@@ -11,6 +11,8 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
+from opgen.sandbox.profiled import profiled_total_us
+
 PROFILER_WARMUPS = 5  # the CUDA-Agent environment's profiler method: 5 warm-ups, 10 iterations
 PROFILER_ITERS = 10
 MIN_L2_FLUSH_BYTES = 256 * 1024 * 1024  # KernelBench's flush buffer; at least twice the L2 is also required
@@ -148,16 +150,6 @@ def profiled_time_us(torch, fn: Callable, inputs: list, device: str, prof,
             prof = profile_calls(torch, fn, inputs, device, warmups=0, with_cpu=True)
         total = profiled_total_us(prof, device)
     return total / PROFILER_ITERS
-
-
-def profiled_total_us(prof, device: str) -> float:
-    """A profile's summed device time (µs): on CUDA its kernels' and copies', else its operators' own CPU time."""
-    from torch.autograd import DeviceType
-
-    events = prof.events()
-    if device == "cuda":
-        return sum(e.device_time_total for e in events if e.device_type == DeviceType.CUDA)
-    return sum(e.self_cpu_time_total for e in events if e.device_type == DeviceType.CPU)
 
 
 _FLUSH: dict[str, object] = {}

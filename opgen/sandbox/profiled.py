@@ -1,0 +1,13 @@
+"""The device time a torch profile recorded: read by the timing protocol and by the checks' device-time diagnosis."""
+
+from __future__ import annotations
+
+
+def profiled_total_us(prof, device: str) -> float:
+    """A profile's summed device time (µs): on CUDA its kernels' and copies', else its operators' own CPU time."""
+    from torch.autograd import DeviceType
+
+    events = prof.events()
+    if device == "cuda":
+        return sum(e.device_time_total for e in events if e.device_type == DeviceType.CUDA)
+    return sum(e.self_cpu_time_total for e in events if e.device_type == DeviceType.CPU)
