@@ -7,25 +7,11 @@ from filters.base import Filter, Verdict, judge
 from filters.execute.device_time import DeviceTimed
 from filters.execute.task_run import TaskRun
 from filters.validate import execute_verdicts
+from tests.test_gpu_work_locked import TASK as LOCKED_TASK
 
-TASK = '''
-import torch
-import torch.nn as nn
-
-class Model(nn.Module):
-    def __init__(self, features):
-        super().__init__()
-        self.linear = nn.Linear(features, features)
-
-    def forward(self, x):
-        return torch.relu(self.linear(x)) * 2.0
-
-def get_inputs():
-    return [torch.randn(256, 512)]
-
-def get_init_inputs():
-    return [512]
-'''
+# the lock audit's task, at sizes whose passes take the CPU a measurable time
+TASK = LOCKED_TASK.replace("torch.randn(16, 32)", "torch.randn(256, 512)").replace("return [32]", "return [512]")
+assert TASK != LOCKED_TASK
 
 STOCHASTIC = TASK.replace("return torch.relu(self.linear(x)) * 2.0", "return torch.relu(self.linear(x)) * torch.rand(1)")
 
