@@ -13,7 +13,8 @@ from tests.test_gpu_work_locked import TASK as LOCKED_TASK
 TASK = LOCKED_TASK.replace("torch.randn(16, 32)", "torch.randn(256, 512)").replace("return [32]", "return [512]")
 assert TASK != LOCKED_TASK
 
-STOCHASTIC = TASK.replace("return torch.relu(self.linear(x)) * 2.0", "return torch.relu(self.linear(x)) * torch.rand(1)")
+STOCHASTIC = TASK.replace("return torch.relu(self.linear(x)) * 2.0",
+                          "return torch.relu(self.linear(x)) * torch.rand(1)")
 
 
 class _Matmuls(Filter):
