@@ -72,8 +72,9 @@ def check_task(payload: dict) -> dict:
     """Run the execute checks (or the payload's `stages` of them) on one task: {"reason", "detail", "metrics",
     "stages": [[name, seconds], ...], "lock_wait_s"} (the last: seconds the checks waited for the GPU's lock,
     included in their stage seconds), "lock_holds" (on CUDA, the checks' holds of it: `_lock_holds`) and, when the
-    payload asks for `device_time`, "device_s_by_check" (filters/execute/device_time.py). A task tried again after it ran out of GPU memory beside other workers' tasks
-    (`memory_wait`) first waits for the memory it needs to come free (opgen/sandbox/gpu_memory.py)."""
+    payload asks for `device_time`, "device_s_by_check" (filters/execute/device_time.py). A task tried again after
+    it ran out of GPU memory beside other workers' tasks (`memory_wait`) first waits for the memory it needs to come
+    free (opgen/sandbox/gpu_memory.py)."""
     run = TaskRun.from_payload(payload)
     waited = {}
     if run.device.startswith("cuda"):
