@@ -75,6 +75,15 @@ class Filter:
         raise NotImplementedError
 
 
+class WrappedFilter(Filter):
+    """A filter that runs another (`self.check`) in some context: same name, reasons and fields as the one it wraps."""
+
+    def __init__(self, check: Filter):
+        self.check = check
+        self.name, self.error_reason = check.name, check.error_reason
+        self.reads, self.writes = check.reads, check.writes
+
+
 def judge(item, filters: Sequence[Filter], funnel: Funnel | None = None) -> Verdict:
     """Run `filters` in order on one item; the first rejection ends it. Metrics of every stage are merged.
 

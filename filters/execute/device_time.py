@@ -9,19 +9,14 @@ since the profiler slows the checks and reading its events is host work.
 
 from __future__ import annotations
 
-from filters.base import Filter, Verdict
+from filters.base import Verdict, WrappedFilter
 from filters.execute.task_run import TaskRun
 from opgen.sandbox.profiled import profiled_total_us
 
 
-class DeviceTimed(Filter):
+class DeviceTimed(WrappedFilter):
     """A check run under torch's profiler, its device seconds added to `run.device_s_by_check` once it ends (same
     name, reasons and fields as the check it wraps, whose verdict it returns unchanged)."""
-
-    def __init__(self, check: Filter):
-        self.check = check
-        self.name, self.error_reason = check.name, check.error_reason
-        self.reads, self.writes = check.reads, check.writes
 
     def filter(self, run: TaskRun) -> Verdict:
         from torch.profiler import ProfilerActivity, profile

@@ -6,7 +6,7 @@ import os
 
 import torch
 
-from filters.base import Filter, Verdict, judge
+from filters.base import Filter, Verdict, WrappedFilter, judge
 from filters.execute import STAGES
 from filters.execute.device_time import DeviceTimed
 from filters.execute.task_run import TaskRun
@@ -22,7 +22,7 @@ from opgen.sandbox.torch_state import isolated_torch_state
 # its GPU work itself (`holds_gpu_lock_itself`); the others run whole inside one hold (`OnTheGpu`).
 
 
-class OnTheGpu(Filter):
+class OnTheGpu(WrappedFilter):
     """A check run on the GPU: inside one shared hold of the GPU's lock unless it holds the lock itself, waited
     for before the hold ends, and giving the GPU memory it freed back to the device when it ends (same name,
     reasons and fields as the check it wraps).
@@ -33,11 +33,6 @@ class OnTheGpu(Filter):
     of 517 candidates rejected for GPU memory; 8 once checks gave it back and built weights outside the GPU
     lock, docs/benchmarks.md, "GPU build").
     """
-
-    def __init__(self, check: Filter):
-        self.check = check
-        self.name, self.error_reason = check.name, check.error_reason
-        self.reads, self.writes = check.reads, check.writes
 
     def filter(self, run: TaskRun) -> Verdict:
         longest_before, run.lock_waits.longest_s = run.lock_waits.longest_s, 0.0

@@ -153,12 +153,12 @@ def device_line(profiled: list[dict], plain: list[dict]) -> list[str]:
     """The device's own seconds on the checks a candidate (a second pass of them under torch's profiler, which
     slows them), by check, each beside its seconds holding the GPU's lock in the plain pass (on CUDA): with
     --workers 1, how much of a check's holds is work on the GPU, which no timed run's exclusive hold can overlap."""
-    from opgen.analysis.run_profile import by_check
+    from opgen.analysis.run_profile import by_check, held_by_check
 
     device = by_check(profiled, "worker_device_s_by_check")
     if not device:
         return [f"{NAME}: the profiler gave no device seconds for the checks"]
-    held = by_check(plain, "worker_lock_held_s_by_check")
+    held = held_by_check(plain)
     total, held_total = sum(device.values()), sum(held.values())
     return [f"{NAME}: the device's own seconds on the checks (torch's profiler) {total:.3f} s a candidate"
             + (f", {total / held_total:.0%} of their holds of the GPU's lock" if held_total else "") + "; by check: "
