@@ -58,8 +58,9 @@ def _verdict(result: SandboxResult) -> Verdict:
         if value.get("lock_wait_s"):
             verdict.metrics["worker_lock_wait_s"] = value["lock_wait_s"]
         verdict.metrics.update({f"worker_{key}": figure for key, figure in (value.get("lock_holds") or {}).items()})
-        if value.get("device_s_by_check"):
-            verdict.metrics["worker_device_s_by_check"] = value["device_s_by_check"]
+        for key in ("device_s_by_check", "float64_device_s_by_check"):
+            if value.get(key):
+                verdict.metrics[f"worker_{key}"] = value[key]
     if not verdict.stages:
         verdict.stages = [(SANDBOX_STAGE, result.seconds)]
     # the worker's wall and CPU seconds on the task, and which worker and which of its tasks it was (a first task

@@ -18,15 +18,15 @@ STOCHASTIC = TASK.replace("return torch.relu(self.linear(x)) * 2.0",
 
 
 class _Matmuls(Filter):
-    """A check whose device work is `count` products of two 384 x 384 matrices."""
+    """A check whose device work is `count` products of two 384 x 384 matrices of `dtype`."""
 
-    def __init__(self, name: str, count: int):
-        self.name, self.count = name, count
+    def __init__(self, name: str, count: int, dtype: str = "float32"):
+        self.name, self.count, self.dtype = name, count, dtype
 
     def filter(self, run: TaskRun) -> Verdict:
         import torch
 
-        a = torch.randn(384, 384)
+        a = torch.randn(384, 384, dtype=getattr(torch, self.dtype))
         for _ in range(self.count):
             a = (a @ a).tanh()
         return Verdict.ok()
@@ -34,9 +34,14 @@ class _Matmuls(Filter):
 
 def test_each_check_s_device_seconds_follow_its_work():
     run = TaskRun(code="", name="t")
-    assert judge(run, [DeviceTimed(_Matmuls("light", 2)), DeviceTimed(_Matmuls("heavy", 40))]).keep
-    assert set(run.device_s_by_check) == {"light", "heavy"}
+    checks = [_Matmuls("light", 2), _Matmuls("heavy", 40), _Matmuls("float64", 20, "float64")]
+    assert judge(run, [DeviceTimed(check) for check in checks]).keep
+    assert set(run.device_s_by_check) == set(run.float64_device_s_by_check) == {"light", "heavy", "float64"}
     assert 0 < run.device_s_by_check["light"] < run.device_s_by_check["heavy"]
+    # the float64 share: none of the float32 checks' work, most of the float64 one's (its products and tanh)
+    assert run.float64_device_s_by_check["heavy"] == 0
+    assert 0.5 * run.device_s_by_check["float64"] < run.float64_device_s_by_check["float64"]
+    assert run.float64_device_s_by_check["float64"] <= run.device_s_by_check["float64"]
 
 
 def test_the_verdict_line_says_each_check_s_device_seconds_and_the_verdicts_do_not_change():
@@ -51,6 +56,9 @@ def test_the_verdict_line_says_each_check_s_device_seconds_and_the_verdicts_do_n
     # every check that ran got a figure; the forward passes' (eager, determinism, degenerate) some device work
     assert set(by_check) == set(checks)
     assert all(by_check[name] > 0 for name in ("eager", "determinism", "degenerate"))
+    # the comparisons run in float64 (filters/execute/tensors.py): the visibility check's work is all of them
+    float64 = profiled[0]["worker_float64_device_s_by_check"]
+    assert set(float64) == set(checks) and 0 < float64["visible"] <= by_check["visible"]
     assert sum(by_check.values()) < profiled[0]["worker_s"]
     assert list(profiled[1]["worker_device_s_by_check"]) == ["eager"]   # rejected at the first check
 

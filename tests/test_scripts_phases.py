@@ -130,7 +130,8 @@ def test_device_time_checks_again_under_the_profiler_and_says_each_check_s_share
         line = {"worker_s": 2.0, "worker_lock_wait_s": 0.0, "worker_lock_held_s": 0.75,
                 "worker_lock_held_s_by_check": {"compile": 0.5, "visible": 0.25}}
         if device_time:
-            line = {**line, "worker_device_s_by_check": {"compile": 0.1, "visible": 0.2}}
+            line = {**line, "worker_device_s_by_check": {"compile": 0.1, "visible": 0.2},
+                    "worker_float64_device_s_by_check": {"compile": 0.02, "visible": 0.15}}
         return {r["id"]: line for r in records}
 
     from opgen.timing import driver
@@ -141,7 +142,8 @@ def test_device_time_checks_again_under_the_profiler_and_says_each_check_s_share
     assert calls == [False, True]   # the plain pass's rates and holds are not the profiler's
     lines = capsys.readouterr().out.splitlines()
     assert lines[3] == ("phases: the device's own seconds on the checks (torch's profiler) 0.300 s a candidate, 40% "
-                        "of their holds of the GPU's lock; by check: visible 0.200 s of 0.250 held, compile 0.100 s "
-                        "of 0.500 held")
+                        "of their holds of the GPU's lock, 0.170 s of them on float64 values (the comparisons); by "
+                        "check: visible 0.200 s (0.150 float64) of 0.250 held, compile 0.100 s (0.020 float64) of "
+                        "0.500 held")
     assert main([str(run), "--workers", "1"]) == 0 and calls == [False, True, False]
     assert "device's own seconds" not in capsys.readouterr().out

@@ -46,6 +46,7 @@ class TaskRun:
     longest_hold_check: str | None = None   # the check that took the longest of those holds (on CUDA)
     held_by_check: dict[str, float] = field(default_factory=dict)   # seconds each check held the lock (on CUDA)
     device_s_by_check: dict[str, float] = field(default_factory=dict)   # the device's seconds on each (device_time.py)
+    float64_device_s_by_check: dict[str, float] = field(default_factory=dict)   # those on float64 values
 
     @classmethod
     def from_payload(cls, payload: dict) -> TaskRun:

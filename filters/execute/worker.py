@@ -67,9 +67,9 @@ def check_task(payload: dict) -> dict:
     """Run the execute checks (or the payload's `stages` of them) on one task: {"reason", "detail", "metrics",
     "stages": [[name, seconds], ...], "lock_wait_s"} (the last: seconds the checks waited for the GPU's lock,
     included in their stage seconds), "lock_holds" (on CUDA, the checks' holds of it: `_lock_holds`) and, when the
-    payload asks for `device_time`, "device_s_by_check" (filters/execute/device_time.py). A task tried again after
-    it ran out of GPU memory beside other workers' tasks (`memory_wait`) first waits for the memory it needs to come
-    free (opgen/sandbox/gpu_memory.py)."""
+    payload asks for `device_time`, "device_s_by_check" and "float64_device_s_by_check" (filters/execute/
+    device_time.py). A task tried again after it ran out of GPU memory beside other workers' tasks (`memory_wait`)
+    first waits for the memory it needs to come free (opgen/sandbox/gpu_memory.py)."""
     run = TaskRun.from_payload(payload)
     waited = {}
     if run.device.startswith("cuda"):
@@ -95,7 +95,8 @@ def check_task(payload: dict) -> dict:
     return {"reason": verdict.reason, "detail": verdict.detail, "metrics": verdict.metrics,
             "stages": [list(stage) for stage in verdict.stages], "lock_wait_s": round(run.lock_wait_s, 4),
             "lock_holds": _lock_holds(run.lock_waits, run.longest_hold_check, run.held_by_check),
-            **({"device_s_by_check": run.device_s_by_check} if run.device_s_by_check else {})}
+            **({"device_s_by_check": run.device_s_by_check,
+                "float64_device_s_by_check": run.float64_device_s_by_check} if run.device_s_by_check else {})}
 
 
 def _lock_holds(waits: LockWaits, longest_check: str | None = None, held_by_check: dict | None = None) -> dict:

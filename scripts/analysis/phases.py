@@ -16,7 +16,8 @@ On a fresh machine the wall-clock figures include each worker's start-up and fir
 minutes do; the timing line also gives the pace from the rows' own seconds, its workers' start-up left out. On CUDA
 a line gives the checks' seconds holding the GPU's lock, by check: with --workers 1, each check's GPU work alone.
 --device-time checks the candidates once more under torch's profiler and prints the device's own seconds on each
-check beside its holds: how much of a hold is work on the GPU, not host work another holder could overlap.
+check beside its holds: how much of a hold is work on the GPU, not host work another holder could overlap, and how
+much of that work is on float64 values (the comparisons of the outputs, as opposed to the task's own passes).
 Exit 2 with one line for bad input or a machine fault.
 """
 
@@ -158,12 +159,14 @@ def device_line(profiled: list[dict], plain: list[dict]) -> list[str]:
     device = by_check(profiled, "worker_device_s_by_check")
     if not device:
         return [f"{NAME}: the profiler gave no device seconds for the checks"]
+    float64 = by_check(profiled, "worker_float64_device_s_by_check")
     held = held_by_check(plain)
     total, held_total = sum(device.values()), sum(held.values())
     return [f"{NAME}: the device's own seconds on the checks (torch's profiler) {total:.3f} s a candidate"
-            + (f", {total / held_total:.0%} of their holds of the GPU's lock" if held_total else "") + "; by check: "
-            + ", ".join(f"{name} {seconds:.3f} s" + (f" of {held[name]:.3f} held" if name in held else "")
-                        for name, seconds in device.items())]
+            + (f", {total / held_total:.0%} of their holds of the GPU's lock" if held_total else "")
+            + f", {sum(float64.values()):.3f} s of them on float64 values (the comparisons); by check: "
+            + ", ".join(f"{name} {seconds:.3f} s ({float64.get(name, 0.0):.3f} float64)"
+                        + (f" of {held[name]:.3f} held" if name in held else "") for name, seconds in device.items())]
 
 
 def steady_pace(timed: list[dict], workers: int) -> float | None:
