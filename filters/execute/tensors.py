@@ -12,6 +12,8 @@ from collections.abc import Iterator
 
 import torch
 
+from filters.execute import fused
+
 CHUNK_ELEMENTS = 1 << 24  # a float64 chunk is 128 MB
 
 
@@ -23,13 +25,19 @@ def flat_values(t: torch.Tensor) -> torch.Tensor:
 
 def float64_chunks(t: torch.Tensor) -> Iterator[torch.Tensor]:
     """The tensor's flat values in float64, CHUNK_ELEMENTS at a time."""
-    values = flat_values(t)
+    return _chunks(flat_values(t))
+
+
+def _chunks(values: torch.Tensor) -> Iterator[torch.Tensor]:
     for start in range(0, values.numel(), CHUNK_ELEMENTS):
         yield values[start:start + CHUNK_ELEMENTS].double()
 
 
-def _paired_chunks(x: torch.Tensor, y: torch.Tensor) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-    return zip(float64_chunks(x), float64_chunks(y))
+def _flat_pairs(a: list[torch.Tensor], b: list[torch.Tensor]) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """Each pair of comparable tensors' flat values, empty ones left out."""
+    for x, y in zip(a, b):
+        if x.numel():
+            yield flat_values(x), flat_values(y)
 
 
 def shapes(tensors: list[torch.Tensor]) -> list[list[int]]:
@@ -61,16 +69,25 @@ def _gathered(scalars: list[torch.Tensor]) -> torch.Tensor:
 def all_close(a: list[torch.Tensor], b: list[torch.Tensor], atol: float, rtol: float) -> bool:
     if not _comparable(a, b):
         return False
-    flags = [torch.isclose(x, y, rtol=rtol, atol=atol, equal_nan=True).all()   # torch.allclose, chunk by chunk
-             for xs, ys in zip(a, b) for x, y in _paired_chunks(xs, ys)]
+    flags = []
+    for x, y in _flat_pairs(a, b):
+        if fused.serves(x, y):
+            flags.append(fused.not_close_count(x, y, atol, rtol) == 0)
+        else:   # torch.allclose, chunk by chunk
+            flags += [torch.isclose(cx, cy, rtol=rtol, atol=atol, equal_nan=True).all()
+                      for cx, cy in zip(_chunks(x), _chunks(y))]
     return bool(_gathered(flags).all()) if flags else True
 
 
 def max_abs_diff(a: list[torch.Tensor], b: list[torch.Tensor]) -> float | None:
     if not _comparable(a, b):
         return None
-    diffs = [(x - y).abs().nan_to_num(nan=float("inf")).max()
-             for xs, ys in zip(a, b) for x, y in _paired_chunks(xs, ys)]
+    diffs = []
+    for x, y in _flat_pairs(a, b):
+        if fused.serves(x, y):
+            diffs.append(fused.max_abs_diff(x, y))
+        else:
+            diffs += [(cx - cy).abs().nan_to_num(nan=float("inf")).max() for cx, cy in zip(_chunks(x), _chunks(y))]
     return _gathered(diffs).max().item() if diffs else 0.0
 
 
@@ -122,19 +139,29 @@ def accepted_shares(draws: list[list[torch.Tensor]], atol: float, rtol: float) -
     zero, constant, stale = [], [], []
     total = 0
     medians = [[_median_of(t) if t.numel() else None for t in outputs] for outputs in draws]
+    first = draws[0]
     for index, outputs in enumerate(draws):
         previous = medians[index - 1]
+        stale_answers = first if index and _comparable(first, outputs) else None
         for position, t in enumerate(outputs):
+            total += _value_count(t)
+            if not t.numel():
+                continue
             median = previous[position] if position < len(previous) and previous[position] is not None \
                 else medians[index][position]
-            for chunk in float64_chunks(t):
+            values = flat_values(t)
+            answer = flat_values(stale_answers[position]) if stale_answers is not None else None
+            if fused.serves(values, *([] if answer is None else [answer])):
+                counts = fused.accepted_counts(values, median.to(values.device), answer, atol, rtol)
+                zero.append(counts[0])
+                constant.append(counts[1])
+                stale += [] if answer is None else [counts[2]]
+                continue
+            for chunk in _chunks(values):
                 zero.append(_accepted(chunk, torch.zeros((), dtype=chunk.dtype, device=chunk.device), atol, rtol))
                 constant.append(_accepted(chunk, median.to(chunk.device), atol, rtol))
-            total += _value_count(t)
-    first = draws[0]
-    for outputs in draws[1:]:
-        if _comparable(first, outputs):
-            stale += [_accepted(y, x, atol, rtol) for xs, ys in zip(first, outputs) for x, y in _paired_chunks(xs, ys)]
+            if answer is not None:
+                stale += [_accepted(y, x, atol, rtol) for x, y in zip(_chunks(answer), _chunks(values))]
     if not total:
         return {"zero": 0.0, "constant": 0.0, "stale": 0.0}
     later = total - sum(_value_count(t) for t in first)
