@@ -55,14 +55,19 @@ def draw_seed(config: InputConfig, seed: int, draw: int) -> int:
 
 
 def draw_config(namespace: dict, config: InputConfig, device: str, seed: int, draw: int) -> list:
-    """Input draw `draw` of `config`, on `device` (in the sandbox worker)."""
+    """Input draw `draw` of `config`, on `device` (in the sandbox worker). The random generators are then seeded
+    at random: a solution that reads `torch.initial_seed()` learns nothing of which draw it was given, nor of the
+    draws to come (each follows from the grade's seed, or from the timed draws' random start, by a known rule)."""
+    import secrets
+
+    import torch
+
     from opgen.sandbox.task import draw_inputs
 
-    if not config.spec:
-        return draw_inputs(namespace, device, draw_seed(config, seed, draw))
-    timed = {name: namespace[name] for name in config.spec if name in namespace}
-    namespace.update(config.spec)
+    timed = {name: namespace[name] for name in config.spec if name in namespace} if config.spec else {}
+    namespace.update(config.spec or {})
     try:
         return draw_inputs(namespace, device, draw_seed(config, seed, draw))
     finally:
         namespace.update(timed)
+        torch.manual_seed(secrets.randbits(63))

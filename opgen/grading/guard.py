@@ -15,7 +15,7 @@ from opgen.timing.precision import apply_precision
 GUARDED_MODULES = (
     "builtins", "time", "math", "statistics", "gc", "torch", "torch.cuda", "torch._C", "torch._C._nn", "torch.nn",
     "torch.nn.functional", "torch.nn.modules.module", "torch.nn.init", "torch.overrides", "torch.library",
-    "torch.autograd", "torch.autograd.grad_mode", "filters.execute.tensors", "opgen.sandbox.task",
+    "torch.autograd", "torch.autograd.grad_mode", "torch.random", "filters.execute.tensors", "opgen.sandbox.task",
     "opgen.timing.trials", "opgen.grading.compare", "opgen.grading.configs", "opgen.grading.guard",
     "opgen.grading.timing", "opgen.grading.worker", "opgen.grading.integrity", "opgen.grading.introspection",
     "opgen.grading.leftovers",
@@ -41,6 +41,9 @@ def _guarded_namespaces() -> dict[str, dict]:
             module = importlib.import_module(name)
         if module is not None:
             spaces[name] = vars(module)
+            if name.startswith(("opgen.", "filters.")):   # the grader's classes: their methods are its code too
+                spaces.update({f"{name}.{key}": value.__dict__ for key, value in vars(module).items()
+                               if isinstance(value, type) and value.__module__ == name})
     for dotted in GUARDED_CLASSES:
         owner, _, attribute = dotted.rpartition(".")
         cls = getattr(sys.modules.get(owner) or importlib.import_module(owner), attribute, None)
@@ -68,7 +71,10 @@ class Guard:
         # torch.cuda._initialized) change in honest runs, and the settings among them are put back anyway
         self.record = {name: {key: value for key, value in space.items() if _swappable(value)}
                        for name, space in self.spaces.items()}
+        self.names = {name: set(space) for name, space in self.spaces.items()}
         self.hooks = _global_hooks()
+        self.tracers = _tracers()
+        self.kernels = _registered_kernels()
 
     def problem(self) -> str | None:
         for name, saved in self.record.items():
@@ -76,6 +82,20 @@ class Guard:
             for key, value in saved.items():
                 if now.get(key, _MISSING) is not value:
                     return f"{name}.{key} was replaced or deleted"
+            # a new name shadows a builtin in a module (`int` in the comparison's) or an inherited method in a class
+            # (`Linear.__call__`), and a plain value made a function or property (a dataclass field's default)
+            # changes what reading it does; a submodule imported later is the one such name an honest run adds
+            added = [key for key in list(now) if key not in saved and _swappable(now[key])
+                     and not isinstance(now[key], types.ModuleType)]
+            if added:
+                return f"{name}.{added[0]} was " + ("added" if added[0] not in self.names[name] else "replaced")
+        if torch.random.default_generator is not torch._C.default_generator:
+            return "torch's default random generator was replaced"
+        if _tracers() != self.tracers:
+            return "a trace or profile function was set (it would run inside the grader's own code)"
+        kernels = _registered_kernels() - self.kernels
+        if kernels:
+            return f"a kernel was registered for torch's operator {sorted(kernels)[0]} (it would run for the reference)"
         if _global_hooks() != self.hooks:
             return "a global module hook was registered (it would run on the reference too)"
         if torch._C._len_torch_function_stack() or torch._C._len_torch_dispatch_stack():
@@ -86,6 +106,23 @@ class Guard:
 
 
 _MISSING = object()
+
+
+def _tracers() -> tuple:
+    """The trace and profile functions, of this thread and of threads started later."""
+    import threading
+
+    return (sys.gettrace(), sys.getprofile(), getattr(threading, "_trace_hook", None),
+            getattr(threading, "_profile_hook", None))
+
+
+def _registered_kernels() -> set[str]:
+    """Python kernels registered for aten's operators (torch.library), but Meta ones (torch registers those
+    lazily, for its compiler): a solution's would run for the reference's calls too."""
+    import torch.library
+
+    return {key for key in getattr(torch.library, "_impls", ())
+            if key.startswith("aten/") and not key.endswith("/Meta")}
 
 
 def _eval_frame_callback() -> object:

@@ -19,7 +19,7 @@ from opgen.grading.leftovers import Baseline
 
 # The Grading attributes a verdict depends on; `result` and the reference are compared apart.
 FIELDS = ("payload", "device", "seed", "draws", "configs", "atol", "rtol", "lock", "namespace", "reference", "settings",
-          "guard")
+          "guard", "guard_problem", "watch_problem", "snapshot_changes")
 
 
 def _weights(model: object) -> list[tuple]:
@@ -50,6 +50,33 @@ def _task_functions(namespace: object) -> dict[str, tuple]:
             for name, value in namespace.items()}
 
 
+def _module_state(model: object) -> list[tuple]:
+    """Each of the reference's modules: its class, the names set on it (an instance `forward` hides the class's)
+    and how many hooks of each kind it holds (a forward hook rewrites its output)."""
+    if not isinstance(model, torch.nn.Module):
+        return []
+    return [(path, type(module), tuple(sorted(vars(module))),
+             tuple(len(value) for key, value in sorted(vars(module).items())
+                   if "hook" in key and hasattr(value, "__len__")))
+            for path, module in model.named_modules(remove_duplicate=False)]
+
+
+def _task_classes(namespace: object) -> dict[str, dict]:
+    """The task module's own classes (the reference's `Model`), each with its attributes, compared by identity: a
+    method set on the class runs for the reference."""
+    if not isinstance(namespace, dict):
+        return {}
+    own = namespace.get("__name__")
+    return {name: dict(vars(value)) for name, value in namespace.items()
+            if isinstance(value, type) and value.__module__ == own}
+
+
+def _same_classes(now: dict[str, dict], then: dict[str, dict]) -> bool:
+    return now.keys() == then.keys() and all(
+        now[name].keys() == then[name].keys() and all(now[name][key] is then[name][key] for key in then[name])
+        for name in then)
+
+
 def _same_objects(now: dict[str, tuple], then: dict[str, tuple]) -> bool:
     return now.keys() == then.keys() and all(a is b for name in then for a, b in zip(now[name], then[name]))
 
@@ -73,6 +100,8 @@ class Snapshot:
         # the values too: a write through `.data` or a raw pointer moves no version counter
         self.contents = [tensor.clone() for tensor in _tensors(self.fields["reference"])]
         self.task = _task_functions(self.fields["namespace"])
+        self.classes = _task_classes(self.fields["namespace"])
+        self.modules = _module_state(self.fields["reference"])
         self.running = Baseline()   # a thread, timer or handler the stretch leaves runs beside the grader's checks
 
     def release(self) -> None:
@@ -98,6 +127,10 @@ class Snapshot:
             found.append("the reference model's weights were replaced or written")
         if whole and not _same_objects(_task_functions(self.fields["namespace"]), self.task):
             found.append("the task's functions or sizes were replaced")
+        if whole and not _same_classes(_task_classes(self.fields["namespace"]), self.classes):
+            found.append("the task's classes were changed")
+        if whole and _module_state(self.fields["reference"]) != self.modules:
+            found.append("the reference model's modules were given new attributes or hooks")
         left = self.running.running(SOLUTION_FILENAME) if whole else []
         if left:
             found.append(f"the solution left {left[0]} running beside the grader's checks and timing")

@@ -9,6 +9,7 @@ is not the solution's, unless the library's function only hands the solution its
 from __future__ import annotations
 
 import inspect
+import logging
 import sys
 import threading
 import traceback
@@ -24,22 +25,24 @@ WATCHED = frozenset({
     "code.__new__", "function.__new__", "object.__getattr__", "object.__setattr__", "object.__delattr__",
 })
 WATCHED_PREFIXES = ("ctypes.",)
-# Library modules whose functions are the frame API itself: the solution calling them is the solution taking a frame.
-_FRAME_API_FILES = frozenset({inspect.__file__, traceback.__file__})
+# Library modules whose functions are the frame API itself (logging's `currentframe` is sys._getframe): the solution
+# calling them is the solution taking a frame.
+_FRAME_API_FILES = frozenset({inspect.__file__, traceback.__file__, logging.__file__})
 # Library modules with functions that take their caller's frame and hand back its locals (TorchScript's resolution
-# callbacks): called by the solution directly, the frame they take is the solution's taking.
-_FRAME_HANDING_SUFFIXES = ("torch/_jit_internal.py",)
+# callbacks), or that call a function they are given and hand back what it returns (pytree's `tree_map` calling
+# sys._getframe or gc.get_objects): called by the solution, what they take is the solution's taking.
+_FRAME_HANDING_SUFFIXES = ("torch/_jit_internal.py", "torch/utils/_pytree.py", "torch/utils/_cxx_pytree.py")
 SOLUTION_MODULE = "opgen_solution"   # the __name__ the solution's module runs under (opgen/grading/worker.py)
 SOLUTION_FILENAME = f"{TASK_FILENAME_PREFIX}solution>"   # ... and the file every code object of it carries
 
 
 class Watch:
-    """The hook's state: armed while a grade has a solution loaded, and the first event the solution raised."""
+    """The hook's state: armed while a grade has a solution loaded, and the first event the solution raised. The
+    hook itself (`install`) is a closure: no name of any module leads to its code, its helpers or its flag."""
 
     def __init__(self) -> None:
         self.solution_file: str | None = None
         self.found: str | None = None
-        self._inside = threading.local()
 
     def arm(self, solution_file: str) -> None:
         self.solution_file, self.found = solution_file, None
@@ -53,24 +56,34 @@ class Watch:
             return "the grader's watch for routes into its objects was disarmed"
         return self.found
 
-    def __call__(self, event: str, args: tuple) -> None:
-        if self.solution_file is None:
+
+def _hook(watch: Watch):
+    """The audit hook of `watch`. What it calls is bound here, when it is made, before any solution loads: a
+    solution that replaces a module's helper, or sets the flag that stops the hook's own frame lookup from
+    re-entering it, changes nothing the hook runs."""
+    inside = threading.local()   # the hook's own sys._getframe raises an event too
+    getframe, raised_by, own_class, describe = sys._getframe, _raised_by, _own_class, _describe
+
+    def hook(event: str, args: tuple) -> None:
+        if watch.solution_file is None:
             return
         if event not in WATCHED and not event.startswith(WATCHED_PREFIXES):
             return
-        if getattr(self._inside, "value", False):   # the hook's own frame lookup raises sys._getframe
+        if getattr(inside, "value", False):
             return
-        self._inside.value = True
+        inside.value = True
         try:
-            if event in ("object.__setattr__", "object.__delattr__") and _own_class(args):
+            if event in ("object.__setattr__", "object.__delattr__") and own_class(args):
                 return
-            taken = _raised_by(sys._getframe(1), self.solution_file)
+            taken = raised_by(getframe(1), watch.solution_file)
         finally:
-            self._inside.value = False
+            inside.value = False
         if taken:   # refused, not only noted (every time: a solution may catch the error and try again)
-            if self.found is None:
-                self.found = f"the solution's code took {_describe(event, args)}, a route into the grader's objects"
+            if watch.found is None:
+                watch.found = f"the solution's code took {describe(event, args)}, a route into the grader's objects"
             raise PermissionError(f"opgen's grader refuses {event} to a solution")
+
+    return hook
 
 
 def _raised_by(frame: types.FrameType | None, solution_file: str) -> bool:
@@ -103,6 +116,6 @@ def install() -> Watch:
     """The process's watch, its audit hook installed on the first call."""
     global _installed
     if not _installed:
-        sys.addaudithook(WATCH)
+        sys.addaudithook(_hook(WATCH))
         _installed = True
     return WATCH

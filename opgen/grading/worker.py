@@ -149,6 +149,10 @@ class Grading:
         if self.payload.get("derive_sizes"):
             self.derive_held_out()
         self.guard = Guard()            # before any of the solution runs
+        # the checks as they are now, bound to this grade: a solution that replaces the classes' methods (which the
+        # guard then reports) does not replace what checks it
+        self.guard_problem, self.watch_problem = self.guard.problem, self.watch.problem
+        self.snapshot_changes = Snapshot.changes
         self.watch.arm(SOLUTION_FILENAME)
         self.loaded = self.snapshot = Snapshot(self)
         self.load_solution()
@@ -231,7 +235,7 @@ class Grading:
         was taken, and the grade's own state is as the stretch found it."""
         changes = []
         if self.snapshot is not None:
-            changes = self.snapshot.changes(self)
+            changes = self.snapshot_changes(self.snapshot, self)
             self.snapshot.release()
             self.snapshot = None
         problem = self.first_problem(changes)
@@ -240,7 +244,7 @@ class Grading:
 
     def first_problem(self, changes: list[str]) -> str | None:
         """A patch the guard finds, else a route the watch refused, else the first change to the grade's state."""
-        return self.guard.problem() or self.watch.problem(SOLUTION_FILENAME) or (changes[0] if changes else None)
+        return self.guard_problem() or self.watch_problem(SOLUTION_FILENAME) or (changes[0] if changes else None)
 
     def solution_runs(self) -> None:
         """A stretch of the solution's code begins: the state `check_guard` compares with after it."""
@@ -251,7 +255,8 @@ class Grading:
         loaded among what stays fixed for the whole grade. The watch is disarmed for the grader's next grade."""
         if self.guard is None:
             return None
-        problem = self.first_problem(self.loaded.changes(self, whole=False) if self.loaded is not None else [])
+        changes = self.snapshot_changes(self.loaded, self, whole=False) if self.loaded is not None else []
+        problem = self.first_problem(changes)
         self.watch.disarm()
         return problem
 
