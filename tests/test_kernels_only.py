@@ -37,8 +37,8 @@ def test_every_road_to_pytorch_operators_breaks_the_rule(road, kernel_builds):
     ruled = grade(CHEATS[road], kernel_builds, kernels_only=True)
     assert (ruled["correct"], ruled["reason"], ruled["reward"]) == (False, "torch_operator", -1.0), ruled
     assert ruled["detail"].startswith("published draw 0: ")
-    if road == "numpy":
-        assert "Tensor.numpy" in ruled["detail"]
+    if road in ("numpy", "tolist"):
+        assert f"Tensor.{road}" in ruled["detail"]
     else:   # the operators are named, also those a C++ extension or a custom op dispatched
         assert "aten::gelu" in ruled["detail"] or "aten::erf" in ruled["detail"], ruled["detail"]
 
@@ -79,3 +79,15 @@ def test_a_compile_error_is_its_own_verdict_and_never_reaches_a_grading_worker(k
     assert "error" in result["detail"] and "worker_pid" not in result
     pool = _compile_pool(GradeOptions(device="cpu"), 1)
     assert pool.env["CUDA_VISIBLE_DEVICES"] == ""   # compile workers see no GPU
+
+
+def test_record_function_cannot_be_switched_off_where_the_watch_runs():
+    import torch
+
+    import opgen.grading.kernels_only  # noqa: F401 - replaces the switch as the grading worker imports it
+
+    with pytest.raises(PermissionError, match="RecordFunction"):
+        torch.autograd._enable_record_function(False)
+    with pytest.raises(PermissionError):
+        torch._C._autograd._enable_record_function(False)
+    torch.autograd._enable_record_function(True)   # switching it on stays allowed

@@ -43,8 +43,8 @@ GLUE_OPS = frozenset({
 })
 # Scopes torch.compile's generated code runs in: its kernels are PyTorch's, not the solution's.
 COMPILED_SCOPES = ("Torch-Compiled Region", "## Call CompiledFxGraph", "CompiledFunction", "TorchDynamo")
-# Tensor methods that hand the data to another library's kernels.
-FOREIGN_METHODS = frozenset({"numpy", "__array__", "__dlpack__"})
+# Tensor methods that hand the data to another library's kernels (or to Python's, as lists).
+FOREIGN_METHODS = frozenset({"numpy", "__array__", "__dlpack__", "tolist"})
 GLUE_TEXT = "allocation, views and reshapes, copies and dtype or device conversions, shape and value queries"
 
 
@@ -56,6 +56,38 @@ def torch_namespaces() -> frozenset[str]:
 
 
 _TORCH_NAMESPACES = torch_namespaces()   # this module is imported by the worker before any solution
+
+
+def _all_threads() -> dict:
+    """The profiler's option to record the operators of every thread, not only the caller's: a thread the forward
+    starts and joins runs operators too. Empty where this torch lacks it."""
+    try:
+        from torch._C._profiler import _ExperimentalConfig
+
+        return {"experimental_config": _ExperimentalConfig(profile_all_threads=True)}
+    except (ImportError, TypeError):
+        return {}
+
+
+def _refuse_record_function_off() -> None:
+    """RecordFunction, through which the profiler sees every operator, switched off inside the forward would hide
+    them all: the switch (torch.autograd's and torch._C._autograd's names for it) is replaced by one that refuses to
+    turn it off. Nothing in a grade turns it off; the guard records the replacement as it records torch's names."""
+    original = getattr(torch._C._autograd, "_enable_record_function", None)
+    if original is None:
+        return
+
+    def switch(enabled: bool) -> None:
+        if not enabled:
+            raise PermissionError("opgen's grader refuses to switch off RecordFunction (the kernels-only rule)")
+        original(enabled)
+
+    for module in (torch._C._autograd, torch.autograd):
+        if getattr(module, "_enable_record_function", None) is original:
+            module._enable_record_function = switch
+
+
+_refuse_record_function_off()
 
 
 class _ForeignCalls(TorchFunctionMode):
@@ -113,7 +145,7 @@ class KernelsOnly:
         self.watch = Watch()
 
     def __enter__(self) -> KernelsOnly:
-        self.profiler = profile(activities=[ProfilerActivity.CPU])
+        self.profiler = profile(activities=[ProfilerActivity.CPU], **_all_threads())
         self.foreign = _ForeignCalls()
         self.profiler.__enter__()
         self.foreign.__enter__()
