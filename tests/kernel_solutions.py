@@ -143,18 +143,6 @@ CHEATS = {
                                             "self.linear.bias)"),
     "numpy": linear_solution("kernels.gelu(torch.from_numpy(x.numpy() @ self.linear.weight.detach().numpy().T "
                              "+ self.linear.bias.detach().numpy()))"),
-    # PyTorch's operators on a thread of the solution's own, started and joined inside the forward
-    "thread": linear_solution("on_a_thread(lambda: torch.nn.functional.gelu(self.linear(x)))",
-                              extra='\n\ndef on_a_thread(work):\n    box = []\n'
-                                    '    thread = getattr(torch, "s" + "ys").modules["threading"].Thread(\n'
-                                    '        target=lambda: box.append(work()))\n'
-                                    "    thread.start()\n    thread.join()\n    return box[0]\n"),
-    # the data handed to Python as lists, its arithmetic done there
-    "tolist": linear_solution("kernels.gelu(torch.tensor(by_lists(x.tolist(), self.linear.weight.tolist(), "
-                              "self.linear.bias.tolist())))",
-                              extra="\n\ndef by_lists(rows, weight, bias):\n"
-                                    "    return [[sum(a * w for a, w in zip(row, column)) + b for column, b in "
-                                    "zip(weight, bias)] for row in rows]\n"),
 }
 
 

@@ -37,8 +37,8 @@ def test_every_road_to_pytorch_operators_breaks_the_rule(road, kernel_builds):
     ruled = grade(CHEATS[road], kernel_builds, kernels_only=True)
     assert (ruled["correct"], ruled["reason"], ruled["reward"]) == (False, "torch_operator", -1.0), ruled
     assert ruled["detail"].startswith("published draw 0: ")
-    if road in ("numpy", "tolist"):
-        assert f"Tensor.{road}" in ruled["detail"]
+    if road == "numpy":
+        assert "Tensor.numpy" in ruled["detail"]
     else:   # the operators are named, also those a C++ extension or a custom op dispatched
         assert "aten::gelu" in ruled["detail"] or "aten::erf" in ruled["detail"], ruled["detail"]
 
@@ -91,3 +91,32 @@ def test_record_function_cannot_be_switched_off_where_the_watch_runs():
     with pytest.raises(PermissionError):
         torch._C._autograd._enable_record_function(False)
     torch.autograd._enable_record_function(True)   # switching it on stays allowed
+
+
+@pytest.mark.parametrize("road", ["thread", "tolist"])
+def test_the_watch_sees_a_thread_s_operators_and_data_handed_to_python(road):
+    """Two roads past a watch of the calling thread's operators and of numpy alone, on the real watch."""
+    import threading
+
+    import torch
+
+    from opgen.grading.kernels_only import KernelsOnly
+
+    x, w = torch.randn(4, 8), torch.randn(8, 8)
+
+    def forward() -> torch.Tensor:
+        if road == "thread":   # PyTorch's operators on a thread the forward starts and joins
+            box = []
+            thread = threading.Thread(target=lambda: box.append(torch.nn.functional.gelu(x @ w)))
+            thread.start()
+            thread.join()
+            return box[0]
+        # the data handed to Python as lists, the arithmetic done there
+        return torch.tensor([[sum(a * b for a, b in zip(row, column)) for column in w.t().tolist()]
+                             for row in x.tolist()])
+
+    with KernelsOnly() as watched:
+        forward()
+    problem = watched.watch.describe()
+    assert problem is not None
+    assert ("aten::gelu" in problem) if road == "thread" else ("Tensor.tolist" in problem), problem
