@@ -15,10 +15,10 @@ from opgen.timing.precision import apply_precision
 GUARDED_MODULES = (
     "builtins", "time", "math", "statistics", "gc", "torch", "torch.cuda", "torch._C", "torch._C._nn", "torch.nn",
     "torch.nn.functional", "torch.nn.modules.module", "torch.nn.init", "torch.overrides", "torch.library",
-    "torch.autograd", "torch.autograd.grad_mode", "torch._C._autograd", "torch.random", "filters.execute.tensors", "opgen.sandbox.task",
-    "opgen.timing.trials", "opgen.grading.compare", "opgen.grading.configs", "opgen.grading.guard",
-    "opgen.grading.timing", "opgen.grading.worker", "opgen.grading.integrity", "opgen.grading.introspection",
-    "opgen.grading.leftovers",
+    "torch.autograd", "torch.autograd.grad_mode", "torch._C._autograd", "torch.random", "filters.execute.tensors",
+    "opgen.sandbox.task", "opgen.timing.trials", "opgen.grading.compare", "opgen.grading.configs",
+    "opgen.grading.guard", "opgen.grading.timing", "opgen.grading.worker", "opgen.grading.integrity",
+    "opgen.grading.introspection", "opgen.grading.leftovers",
 )
 GUARDED_CLASSES = ("torch.Tensor", "torch.nn.Parameter", "torch.cuda.Event", "torch._C._CudaEventBase",
                    "torch.cuda.Stream", "torch._C._CudaStreamBase", "torch.no_grad", "torch.device")

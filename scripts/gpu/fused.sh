@@ -17,10 +17,11 @@ mkdir -p "$OUT"
 source scripts/gpu/env.sh
 machine_facts "$OUT/machine.txt" > /dev/null
 say() { echo "$@" | tee -a "$OUT/fused.txt"; }
-say "fused comparisons on $(head -2 "$OUT/machine.txt" | tail -1), build $BUILD, $(git rev-parse --short HEAD 2>/dev/null)"
+# (the machine's copy of the repository may not be at the working tree's commit: say which one was carried)
+say "fused comparisons on $(head -2 "$OUT/machine.txt" | tail -1), build $BUILD"
 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_fused_gpu.py 2>&1 | tail -3 | tee -a "$OUT/fused.txt"
-OPGEN_FUSED_COMPARISONS=1 python3 scripts/analysis/record_verdicts.py replay "$BUILD" --sample "$SAMPLE" --workers 10 \
-  > "$OUT/replay.txt" 2>&1
+OPGEN_FUSED_COMPARISONS=1 python3 scripts/analysis/record_verdicts.py replay "$BUILD" --sample "$SAMPLE" \
+  --workers 10 > "$OUT/replay.txt" 2>&1
 say "replay with the fused comparisons: rc=$?"; tail -n 12 "$OUT/replay.txt" | tee -a "$OUT/fused.txt"
 for fused in 0 1; do
   say "phases, OPGEN_FUSED_COMPARISONS=$fused:"
