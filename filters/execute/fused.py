@@ -2,7 +2,7 @@
 
 The comparisons of filters/execute/tensors.py convert both sides to float64 and run a dozen torch kernels over
 them: about 200 bytes of GPU memory traffic for each output value and each comparison, thousands a candidate over
-every check and draw. A kernel (fused_kernels.py) reads each value once in its own dtype, converts it to float64
+every check and draw (a count of those kernels' reads and writes, not a measurement). A kernel (fused_kernels.py) reads each value once in its own dtype, converts it to float64
 in registers and evaluates the same float64 expression as torch's ops, one IEEE-rounded operation at a time:
 compiled with `enable_fp_fusion=False`, no multiply and add are contracted into one rounding, and the tolerances
 come from a float64 buffer (a Python float argument would reach the kernel as float32). Each value's answer is
