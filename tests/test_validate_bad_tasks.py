@@ -20,6 +20,10 @@ GOOD_NAMES = ("1_Square_matrix_multiplication_.py", "23_Softmax.py", "50_conv_st
               "1_Conv2D_ReLU_BiasAdd.py", "5_ConvTranspose2d_Subtract_Tanh.py",
               "12_Gemm_Multiply_LeakyReLU.py")
 STABLE_FIELDS = ("source", "id", "keep", "reason", "output_shape", "work_ops")
+# Batch and channel constants shrunk to 4: the slowest good task (the 11x11 convolution) then takes about 26 ms
+# an eager pass on one core, a sixth of the window, so a loaded 2-core machine still keeps it (at 16 it took
+# 74 ms, half the window, and a CI run on a loaded machine once dropped a good task).
+GOOD_CAP = 4
 
 
 def expected_reason(source: str) -> str:
@@ -29,7 +33,7 @@ def expected_reason(source: str) -> str:
 def good_records(rows: list[dict]) -> list[dict]:
     chosen = [r for r in rows if r["level"] <= 2 and r["name"] in GOOD_NAMES]
     return [{"source": f"L{r['level']}/{r['name']}", "id": f"kb-{r['level']}-{r['problem_id']}",
-             "code": shrink_sizes(r["code"])} for r in chosen]
+             "code": shrink_sizes(r["code"], cap=GOOD_CAP)} for r in chosen]
 
 
 def stable(line: dict) -> dict:
@@ -68,7 +72,9 @@ def test_bad_tasks_rejected_for_the_right_reason_and_good_set_unchanged(kernelbe
     # memory blow-up gets the verdict it gets there, and every one is kept
     by_source = {line["source"]: stable(line) for line in mixed[-len(good):]}
     assert sorted(by_source) == sorted(r["source"] for r in good)
-    assert all(line["keep"] for line in by_source.values()), by_source
+    dropped = {line["source"]: (line["reason"], line.get("detail", "")[:300]) for line in mixed[-len(good):]
+               if not line["keep"]}
+    assert dropped == {}
     interleaved = [line for line in mixed[:-len(good)] if line["source"] in by_source]
     assert len(interleaved) >= 5
     for line in interleaved:
