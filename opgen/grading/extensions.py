@@ -49,6 +49,12 @@ def extension_settings(options) -> dict:
             "env": {"TORCH_CUDA_ARCH_LIST": arch} if arch else {}}
 
 
+def writable_for(options) -> tuple[str, ...]:
+    """What a confined compile or grading worker may write beyond its scratch and caches: the extensions folder
+    (an agent's work folder keeps its builds in build/)."""
+    return (str(extensions_root(options.extensions_dir)),)
+
+
 def needs_compile(code: str) -> bool:
     """Whether a solution builds extensions with torch.utils.cpp_extension (Triton kernels compile when launched)."""
     try:
@@ -72,9 +78,10 @@ def _compile_pool(options, jobs: int) -> SandboxPool:
     workers = max(1, min(jobs, 8, cores // 4))
     memory = max(options.memory_mb, COMPILE_MEMORY_MB) if options.memory_mb else None
     env = {"CUDA_VISIBLE_DEVICES": "", "MAX_JOBS": str(max(1, cores // workers))}   # no GPU: compiling only
-    key = (workers, float(options.compile_timeout_s), memory)
+    writable = writable_for(options)
+    key = (workers, float(options.compile_timeout_s), memory, writable)
     return _POOLS.get(key, lambda: SandboxPool(workers, options.compile_timeout_s, memory, env=env, confined=True,
-                                               threads=max(1, cores // workers)))
+                                               threads=max(1, cores // workers), writable=writable))
 
 
 def compile_stage(payloads: list[dict], options) -> dict[int, dict]:

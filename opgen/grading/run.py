@@ -15,7 +15,7 @@ from tqdm import tqdm
 
 from opgen.errors import MachineFault, UsageError
 from opgen.grading.configs import derive_sizes, input_configs
-from opgen.grading.extensions import compile_stage, extension_settings
+from opgen.grading.extensions import compile_stage, extension_settings, writable_for
 from opgen.grading.milestones import milestone_reward
 from opgen.grading.reference import add_reference_timings
 from opgen.grading.scan import static_verdict
@@ -94,9 +94,11 @@ def grading_pool(options: GradeOptions) -> SandboxPool:
     """The grading workers, kept for the life of this process (a trainer's repeated calls skip their start-up)."""
     threads = worker_threads(options)
     memory = _memory_mb(options)
-    key = (options.device, options.workers, float(options.timeout_s), memory)
+    writable = writable_for(options)
+    key = (options.device, options.workers, float(options.timeout_s), memory, writable)
     return _POOLS.get(key, lambda: SandboxPool(options.workers, options.timeout_s, memory, confined=True,
-                                               slot_envs=gpu_slot_envs(options.device), threads=threads))
+                                               slot_envs=gpu_slot_envs(options.device), threads=threads,
+                                               writable=writable))
 
 
 def _memory_mb(options: GradeOptions) -> int | None:
@@ -145,7 +147,7 @@ def run_grades(payloads: list[dict], options: GradeOptions, progress: bool = Fal
     crowded = [i for i in todo if lines[i]["reason"] == "out_of_memory"]
     if crowded:   # judged again alone in a fresh worker: the memory a neighbour or a predecessor held is not its fault
         with SandboxPool(1, options.timeout_s, _memory_mb(options), max_tasks_per_worker=1, confined=True,
-                         slot_envs=gpu_slot_envs(options.device)) as pool:
+                         slot_envs=gpu_slot_envs(options.device), writable=writable_for(options)) as pool:
             for index, result in zip(crowded, pool.run_many(GRADE_FUNCTION, [payloads[i] for i in crowded])):
                 lines[index] = _line(result)
     add_reference_timings(payloads, lines, options.timeout_s, _memory_mb(options))

@@ -15,6 +15,8 @@ import os
 import platform
 import struct
 
+from opgen.sandbox.landlock import confine_writes
+
 CONFINE_ENV = "OPGEN_SANDBOX_CONFINE"   # "1": the worker confines itself before it runs any task
 
 _AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7, "arm64": 0xC00000B7}
@@ -94,6 +96,9 @@ def confine_signals() -> bool:
     return libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.addressof(fprog), 0, 0) == 0
 
 
-def confine_if_asked() -> bool:
-    """In a worker: confine it when its environment asks (CONFINE_ENV); whether it is confined."""
-    return os.environ.get(CONFINE_ENV) == "1" and confine_signals()
+def confine_if_asked() -> dict[str, bool]:
+    """In a worker: confine it when its environment asks (CONFINE_ENV): its signals (this module's filter) and its
+    file writes (opgen/sandbox/landlock.py); which of the two hold."""
+    if os.environ.get(CONFINE_ENV) != "1":
+        return {"signals": False, "writes": False}
+    return {"signals": confine_signals(), "writes": confine_writes()}

@@ -30,6 +30,7 @@ from tqdm import tqdm
 
 from opgen.errors import MachineFault
 from opgen.sandbox.confine import CONFINE_ENV
+from opgen.sandbox.landlock import WRITABLE_ENV
 from opgen.sandbox.quiet import register_worker, unregister_worker
 from opgen.sandbox.spawn import start_worker
 from opgen.sandbox.worker import SYS_PATH_ENV
@@ -206,16 +207,21 @@ class _Worker:
         return f"worker exited with status {code}"
 
 
-_unconfined_warned = False
+_UNCONFINED_WARNINGS = {
+    "signals": "this machine does not take the grading workers' seccomp filter (opgen/sandbox/confine.py): solution "
+               "code runs unconfined and could signal other processes",
+    "writes": "this machine's kernel has no Landlock (opgen/sandbox/landlock.py): solution code may write any file "
+              "its user may, the grader's own source included",
+}
+_unconfined_warned: set[str] = set()
 
 
-def warn_unconfined() -> None:
-    """One line on stderr, once a process: workers asked to run confined could not install the seccomp filter."""
-    global _unconfined_warned
-    if not _unconfined_warned:
-        _unconfined_warned = True
-        print("opgen: warning: this machine does not take the grading workers' seccomp filter (opgen/sandbox/"
-              "confine.py): solution code runs unconfined and could signal other processes", file=sys.stderr)
+def warn_unconfined(what: str = "signals") -> None:
+    """One line on stderr, once a process for each `what`: workers asked to run confined could not confine their
+    signals (the seccomp filter) or their file writes (Landlock)."""
+    if what not in _unconfined_warned:
+        _unconfined_warned.add(what)
+        print(f"opgen: warning: {_UNCONFINED_WARNINGS[what]}", file=sys.stderr)
 
 
 class SandboxPool:
@@ -229,12 +235,13 @@ class SandboxPool:
     threads (default: the machine's cores shared among this pool's workers; a caller running several pools
     side by side shares them among all of their workers, or the pools' threads oversubscribe the cores).
     `confined` workers (those that run solution code) can signal only themselves and their own children
-    (opgen/sandbox/confine.py; `OPGEN_SANDBOX_CONFINE=0` in this process's environment turns it off).
+    (opgen/sandbox/confine.py) and write only beneath their scratch and cache folders and the `writable` ones
+    (opgen/sandbox/landlock.py; `OPGEN_SANDBOX_CONFINE=0` in this process's environment turns both off).
     """
 
     def __init__(self, workers: int, timeout_s: float, memory_mb: int | None, env: dict[str, str] | None = None,
                  *, max_tasks_per_worker: int | None = None, slot_envs: list[dict[str, str]] | None = None,
-                 threads: int | None = None, confined: bool = False):
+                 threads: int | None = None, confined: bool = False, writable: tuple[str, ...] = ()):
         if workers < 1:
             raise ValueError("workers must be >= 1")
         self.workers = workers
@@ -243,6 +250,7 @@ class SandboxPool:
         self.max_tasks_per_worker = max_tasks_per_worker
         self.threads = threads or max(1, (os.cpu_count() or 1) // workers)
         self.confined = confined and os.environ.get(CONFINE_ENV) != "0"
+        self.writable = tuple(writable)
         self.env = self._worker_env(env or {})
         self.slot_envs = [dict(extra) for extra in slot_envs or []]
         self._pool: list[_Worker] = []
@@ -261,8 +269,11 @@ class SandboxPool:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
         env.update(extra)
         env.pop(CONFINE_ENV, None)
+        env.pop(WRITABLE_ENV, None)
         if self.confined:   # workers that run solution code: opgen/sandbox/confine.py
             env[CONFINE_ENV] = "1"
+            if self.writable:
+                env[WRITABLE_ENV] = os.pathsep.join(self.writable)
         Path(env["TORCHINDUCTOR_CACHE_DIR"]).mkdir(parents=True, exist_ok=True)
         return env
 
@@ -359,7 +370,9 @@ class SandboxPool:
             if status == "ready":
                 worker.ready = True
                 if self.confined and not message.get("confined"):
-                    warn_unconfined()
+                    warn_unconfined("signals")
+                if self.confined and not message.get("writes_confined"):
+                    warn_unconfined("writes")
             elif status == "started":
                 worker.started = True
                 worker.deadline = time.monotonic() + self.timeout_s

@@ -154,8 +154,10 @@ def main() -> None:
     extra_path = json.loads(os.environ.get(SYS_PATH_ENV, "[]"))
     sys.path[:0] = [p for p in extra_path if p not in sys.path]
     proto_in, proto_out = _protocol_streams()
-    confined = confine_if_asked()   # before any task code: a solution may not signal the grader or its neighbours
-    _answer(proto_out, {"status": "ready", "pid": os.getpid(), "confined": confined})
+    # before any task code: a solution may not signal the grader or its neighbours, nor write outside its scratch
+    confined = confine_if_asked()
+    _answer(proto_out, {"status": "ready", "pid": os.getpid(), "confined": confined["signals"],
+                        "writes_confined": confined["writes"]})
     _warm_up(os.environ.get(WARM_UP_ENV))
     for line in proto_in:
         request = json.loads(line)
