@@ -3,9 +3,11 @@ kills (fault injection after k markers, then a real SIGKILL) ending with the sam
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -31,13 +33,23 @@ def build_args(out: Path) -> list[str]:
 
 
 def reference_build(tmp_path_factory) -> Path:
-    """One uninterrupted build shared by every test of the session (test_publish and test_build_ray too)."""
+    """One uninterrupted build shared by every test of the session (test_publish and test_build_ray too), and by
+    every xdist worker: the first to ask builds it under a lock in their common temporary folder, the others read
+    it (a build is about 40 s of a CI machine's two cores)."""
     if "run" not in _REFERENCE:
-        out = tmp_path_factory.mktemp("reference") / "run"
-        result = run_cli(*build_args(out))
-        assert result.returncode == 0, result.stderr[-3000:]
-        _REFERENCE["run"] = out
-        _REFERENCE["stdout"] = result.stdout
+        base = tmp_path_factory.getbasetemp()
+        shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+        folder = shared / "reference-build"
+        with open(shared / "reference-build.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not (folder / "stdout.txt").exists():   # not built yet, or a worker's build failed
+                shutil.rmtree(folder, ignore_errors=True)
+                folder.mkdir()
+                result = run_cli(*build_args(folder / "run"))
+                assert result.returncode == 0, result.stderr[-3000:]
+                (folder / "stdout.txt").write_text(result.stdout)
+        _REFERENCE["run"] = folder / "run"
+        _REFERENCE["stdout"] = (folder / "stdout.txt").read_text()
     return _REFERENCE["run"]
 
 
