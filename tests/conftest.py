@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -67,21 +70,42 @@ def record_figures(test: str, grade: dict) -> None:
             out.write(json.dumps({"test": test, **{key: grade.get(key) for key in FIGURE_KEYS}}) + "\n")
 
 
+@contextlib.contextmanager
+def made_once(tmp_path_factory, name: str):
+    """A folder of the session's that the first test to ask makes, whichever xdist worker runs it: yields (folder,
+    whether it is made already) under a lock in the workers' common temporary folder. The caller makes it and
+    writes `done` in it; a folder without `done` (a failed try) is emptied for the next."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder = shared / name
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        made = (folder / "done").exists()
+        if not made:
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+        yield folder, made
+
+
 @pytest.fixture(scope="session")
 def kernel_builds(tmp_path_factory) -> Path:
-    """One folder of extension builds for the session, the tests' shared C++ extension (tests/kernel_solutions.py)
-    compiled into it once by the grader's compile stage: every solution that embeds it loads this build."""
+    """One folder of extension builds for the session (every xdist worker's), the tests' shared C++ extension
+    (tests/kernel_solutions.py) compiled into it once by the grader's compile stage: every solution that embeds it
+    loads this build (a compile is about 25 s of a CI machine's two cores)."""
     from opgen.grading.extensions import compile_stage
     from opgen.grading.run import GradeOptions, payload_for
     from opgen.grading.tasks import task_from_file
     from tests.kernel_solutions import HONEST, LINEAR_GELU, build_tools_or_fail
 
     build_tools_or_fail()
-    root = tmp_path_factory.mktemp("extension-builds")
-    options = GradeOptions(device="cpu", extensions_dir=str(root))
-    payload = payload_for(task_from_file(LINEAR_GELU), HONEST, options, threads=1)
-    assert compile_stage([payload], options) == {}, "the shared test extension failed to compile"
-    assert [e["name"] for e in payload["compiled"]["extensions"]] == ["opgen_test_kernels"]
+    with made_once(tmp_path_factory, "extension-builds") as (folder, made):
+        root = folder / "builds"
+        if not made:
+            options = GradeOptions(device="cpu", extensions_dir=str(root))
+            payload = payload_for(task_from_file(LINEAR_GELU), HONEST, options, threads=1)
+            assert compile_stage([payload], options) == {}, "the shared test extension failed to compile"
+            assert [e["name"] for e in payload["compiled"]["extensions"]] == ["opgen_test_kernels"]
+            (folder / "done").write_text("")
     return root
 
 

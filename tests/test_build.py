@@ -3,11 +3,9 @@ kills (fault injection after k markers, then a real SIGKILL) ending with the sam
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
@@ -20,7 +18,7 @@ import pytest
 from opgen.outcome import outcome_line
 from opgen.pipeline.rundir import FAULT_ENV
 from opgen.records import COLUMNS, PUBLISHED_TIMING_COLUMNS
-from tests.conftest import KERNELBENCH, REPO, run_cli
+from tests.conftest import KERNELBENCH, REPO, made_once, run_cli
 
 # Small enough for CI (5 candidates, 3 shards of 2, one round), large enough to have several markers.
 BUILD_ARGS = ("--n", "4", "--seed", "0", "--device", "cpu", "--profile", "smoke", "--shard-size", "2",
@@ -34,20 +32,15 @@ def build_args(out: Path) -> list[str]:
 
 def reference_build(tmp_path_factory) -> Path:
     """One uninterrupted build shared by every test of the session (test_publish and test_build_ray too), and by
-    every xdist worker: the first to ask builds it under a lock in their common temporary folder, the others read
-    it (a build is about 40 s of a CI machine's two cores)."""
+    every xdist worker: the first to ask builds it, the others read it (a build is about 40 s of a CI machine's two
+    cores)."""
     if "run" not in _REFERENCE:
-        base = tmp_path_factory.getbasetemp()
-        shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-        folder = shared / "reference-build"
-        with open(shared / "reference-build.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if not (folder / "stdout.txt").exists():   # not built yet, or a worker's build failed
-                shutil.rmtree(folder, ignore_errors=True)
-                folder.mkdir()
+        with made_once(tmp_path_factory, "reference-build") as (folder, made):
+            if not made:
                 result = run_cli(*build_args(folder / "run"))
                 assert result.returncode == 0, result.stderr[-3000:]
                 (folder / "stdout.txt").write_text(result.stdout)
+                (folder / "done").write_text("")
         _REFERENCE["run"] = folder / "run"
         _REFERENCE["stdout"] = (folder / "stdout.txt").read_text()
     return _REFERENCE["run"]

@@ -13,9 +13,10 @@ from opgen.cli import main
 from opgen.outcome import outcome_line
 from tests.conftest import KERNELBENCH, run_cli
 
-# n = 3, seed 1: few enough to build in seconds; its shards of 2 leave survivors beyond the quota (surplus) and, once
-# the quota is met, shards skipped (not judged)
-ARGS = ("--n", "3", "--seed", "1", "--device", "cpu", "--profile", "smoke", "--shard-size", "2", "--workers", "2",
+# n = 5, seed 3: the candidates of tests/test_build_stream.py's builds, so their compiles are in the session's
+# inductor cache; its shards of 2 leave a survivor beyond the quota (surplus) and, once the quota is met, shards
+# skipped (3 candidates not judged)
+ARGS = ("--n", "5", "--seed", "3", "--device", "cpu", "--profile", "smoke", "--shard-size", "2", "--workers", "2",
         "--no-progress")
 
 
@@ -38,6 +39,7 @@ def test_the_counts_add_up_and_match_the_run_folder(built):
     counts = stats["outcome"]
     assert counts["candidates"] == counts["rejected"] + counts["unjudged"] + counts["survivors"]
     assert counts["survivors"] == counts["tasks"] + counts["surplus"]
+    assert counts["surplus"] and counts["unjudged"]   # what this build is chosen for: both counts are exercised
     # each count, from what the build left on disk
     assert counts["candidates"] == sum(lines_of(path) for path in run.glob("shards/*/candidates.jsonl"))
     assert counts["rejected"] == lines_of(run / "rejected.jsonl") == sum(stats["rejected"].values())

@@ -18,11 +18,11 @@ from tests.conftest import run_cli
 
 @pytest.fixture(scope="module")
 def smoke_file(tmp_path_factory):
-    """5000 smoke candidates for seed 1 with two workers, and the first 300 of them sampled again in a separate
-    process with one worker."""
+    """2000 smoke candidates for seed 1 with two workers, and the first 300 of them sampled again in a separate
+    process with one worker (sampling costs about 17 ms of CPU a candidate: 5000 took 74 s of a CI run)."""
     folder = tmp_path_factory.mktemp("sample")
     first, second = folder / "a.jsonl", folder / "b.jsonl"
-    for path, n, workers in ((first, "5000", "2"), (second, "300", "1")):
+    for path, n, workers in ((first, "2000", "2"), (second, "300", "1")):
         result = run_cli("sample", "--n", n, "--seed", "1", "--profile", "smoke", "--out", str(path),
                          "--workers", workers)
         assert result.returncode == 0, result.stderr
@@ -39,8 +39,8 @@ def test_same_seed_same_bytes(smoke_file):
 @pytest.mark.heavy
 def test_records_parse_and_agree_with_their_code(smoke_file):
     records = [json.loads(line) for line in smoke_file[0].read_text().splitlines()]
-    assert len(records) == 5000
-    assert len({r["id"] for r in records}) > 4500
+    assert len(records) == 2000
+    assert len({r["id"] for r in records}) > 1800
     for record in records:
         tree = ast.parse(record["code"])
         names = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
