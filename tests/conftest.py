@@ -46,6 +46,17 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeou
                           capture_output=True, text=True, timeout=timeout)
 
 
+def run_main(capsys, *args: str) -> subprocess.CompletedProcess:
+    """`opgen ARGS` in this process, its exit status and output as `run_cli` gives them: for the commands' error
+    paths, which answer before any work (a subprocess spends seconds importing torch first)."""
+    from opgen.cli import main
+
+    capsys.readouterr()
+    status = main(list(args))
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(["opgen", *args], status, out.out, out.err)
+
+
 def side_by_side(lane: Callable[[int], None], lanes: tuple[int, ...] = (0, 1), timeout: float = 300) -> None:
     """Run `lane(k)` for every k at once, each in its own thread, and wait for all (as a stage's lanes run)."""
     threads = [threading.Thread(target=lane, args=(k,)) for k in lanes]
@@ -114,7 +125,7 @@ def kernel_builds(tmp_path_factory) -> Path:
 # the other waits; the short ones, in collection order after these, even out the end.
 LONGEST_FIRST = ("test_build_stream", "test_validate_kernelbench_level2", "test_focus", "test_validate_bad_tasks",
                  "test_sampler", "test_grade", "test_build_state", "test_build", "test_validate_kernelbench",
-                 "test_sandbox", "test_timing", "test_build_ray", "test_kernels_only", "test_outcome",
+                 "test_sandbox", "test_timing", "test_kernels_only", "test_outcome",
                  "test_agent_workdir", "test_checkpoint", "test_machine_faults", "test_vocab_ops", "test_dtypes",
                  "test_validate_cli", "test_publish", "test_heldout", "test_validate_memory", "test_verdicts_unchanged")
 

@@ -220,6 +220,7 @@ def test_killed_while_streaming_resumes_to_the_same_dataset(streamed, tmp_path):
 
 @pytest.mark.heavy
 def test_ray_executor_streams_to_the_same_dataset(streamed, tmp_path):
+    """The Ray executor (a local 2-CPU cluster it joins) gives the local executor's dataset, timing included."""
     ray = pytest.importorskip("ray")
     from opgen.pipeline.build import BuildConfig, run_build
     from opgen.pipeline.executors import RayExecutor
@@ -230,6 +231,8 @@ def test_ray_executor_streams_to_the_same_dataset(streamed, tmp_path):
         executor = RayExecutor(2)
         config = BuildConfig(n=5, seed=3, shard_size=2, cpu_timing=True, trials=3, warmups=0, reference=str(KB))
         result = run_build(config, tmp_path / "run", executor, progress=False)
+        executor.close()
+        assert ray.is_initialized()          # a cluster the executor joined is not shut down by it
     finally:
         ray.shutdown()
     assert rows(tmp_path / "run") == rows(streamed)

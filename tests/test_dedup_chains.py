@@ -14,7 +14,7 @@ from opgen.sample.sampler import place_op, record_from_graph
 from opgen.vocab import cached_vocabulary
 from opgen.vocab.builders import LAYOUTS
 from opgen.vocab.profiles import SMOKE
-from tests.conftest import run_cli
+from tests.conftest import run_main
 from tests.test_kernels_ref import KB_JSONL, needs_kb
 
 
@@ -141,11 +141,11 @@ def test_dedup_applies_the_chain_rule_after_minhash(kb_index):
         f"chain rule: over the cap of tasks per family chain (the first kept is {first['id']})"]
 
 
-def test_cli_rejects_a_negative_cap(tmp_path):
+def test_cli_rejects_a_negative_cap(tmp_path, capsys):
     (tmp_path / "t.py").write_text("x = 1\n")
     for command in (["dedup", "--input", str(tmp_path), "--out", str(tmp_path / "o.jsonl")],
                     ["build", "--n", "1", "--seed", "0", "--out", str(tmp_path / "run")]):
-        result = run_cli(*command, "--max-per-chain", "-1")
+        result = run_main(capsys, *command, "--max-per-chain", "-1")
         assert result.returncode == 2, result.stderr
         assert result.stderr.strip().count("\n") == 0 and "--max-per-chain" in result.stderr
 

@@ -22,7 +22,7 @@ from opgen.sample.focus import focus_hits, focused_mix, resolve_focus
 from opgen.sample.render import op_nodes
 from opgen.sample.sampler import DEFAULT_MIX, graph_from_json, sample_records
 from opgen.vocab import load_vocabulary
-from tests.conftest import KERNELBENCH, run_cli
+from tests.conftest import KERNELBENCH, run_cli, run_main
 
 PLUGIN = Path(__file__).resolve().parents[1] / "examples" / "my_ops.py"
 PLUGIN_OPS = ("torch.deg2rad", "nn.LPPool3d", "torch.nansum")
@@ -107,12 +107,13 @@ def test_focus_on_a_family_builds_around_it():
     assert all("layer_norm" in record["families"] for record in records)
 
 
-def test_unknown_focus_name_is_one_line_and_exit_2(tmp_path):
-    result = run_cli("sample", "--n", "3", "--seed", "0", "--out", str(tmp_path / "c.jsonl"),
-                     "--focus", "F.relu", "nn.NoSuchOp")
+def test_unknown_focus_name_is_one_line_and_exit_2(tmp_path, capsys):
+    result = run_main(capsys, "sample", "--n", "3", "--seed", "0", "--out", str(tmp_path / "c.jsonl"),
+                      "--focus", "F.relu", "nn.NoSuchOp")
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "'nn.NoSuchOp'" in result.stderr and "Traceback" not in result.stderr
-    result = run_cli("sample", "--n", "3", "--seed", "0", "--out", str(tmp_path / "c.jsonl"), "--focus", "plugins")
+    result = run_main(capsys, "sample", "--n", "3", "--seed", "0", "--out", str(tmp_path / "c.jsonl"), "--focus",
+                      "plugins")
     assert result.returncode == 2 and "--vocab-plugin" in result.stderr and result.stderr.count("\n") == 1
     assert not (tmp_path / "c.jsonl").exists()
 

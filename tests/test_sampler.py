@@ -13,7 +13,7 @@ from opgen.sample.render import op_nodes
 from opgen.sample.sampler import DEFAULT_MIX, graph_from_json, sample_graph, sample_records
 from opgen.taskcode.ops import ops_from_code
 from opgen.vocab import cached_vocabulary
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_main
 
 
 @pytest.fixture(scope="module")
@@ -105,8 +105,8 @@ def test_gpu_profile_estimates_inside_window():
     assert all(r["input_shapes"][0][0] >= 1 for r in records)
 
 
-def test_sample_cli_rejects_bad_arguments(tmp_path):
-    result = run_cli("sample", "--n", "0", "--seed", "1", "--out", str(tmp_path / "x.jsonl"))
+def test_sample_cli_rejects_bad_arguments(tmp_path, capsys):
+    result = run_main(capsys, "sample", "--n", "0", "--seed", "1", "--out", str(tmp_path / "x.jsonl"))
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
 

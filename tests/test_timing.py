@@ -18,7 +18,7 @@ from opgen.records import EXECUTE_COLUMNS, TIMING_COLUMNS
 from opgen.sandbox.gpu_memory import need_shown_by_failure
 from opgen.timing.driver import time_records, timing_summary
 from opgen.timing.measure import summarize
-from tests.conftest import side_by_side
+from tests.conftest import run_main, side_by_side
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC_TIMING_COLUMNS = ("eager_ms", "compile_ms", "eager_ms_iqr", "compile_ms_iqr", "eager_device_us",
@@ -337,12 +337,13 @@ def test_time_cli_on_cpu_writes_one_line_per_task(tmp_path):
     assert '"tasks": 2' in done.stderr
 
 
-def test_time_cli_rejects_bad_input(tmp_path):
-    missing = _opgen("time", "--input", str(tmp_path / "none.jsonl"), "--out", str(tmp_path / "o.jsonl"),
+def test_time_cli_rejects_bad_input(tmp_path, capsys):
+    missing = run_main(capsys, "time", "--input", str(tmp_path / "none.jsonl"), "--out", str(tmp_path / "o.jsonl"),
                      "--device", "cpu")
     assert missing.returncode == 2 and "input not found" in missing.stderr
     assert "Traceback" not in missing.stderr
-    bad_trials = _opgen("time", "--input", str(tmp_path), "--out", str(tmp_path / "o.jsonl"), "--trials", "0")
+    bad_trials = run_main(capsys, "time", "--input", str(tmp_path), "--out", str(tmp_path / "o.jsonl"), "--trials",
+                          "0")
     assert bad_trials.returncode == 2 and "--trials" in bad_trials.stderr
 
 

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import run_main
+
 REPO = Path(__file__).resolve().parents[1]
 GOOD = """import torch
 import torch.nn as nn
@@ -37,24 +39,24 @@ def opgen(*args: str) -> subprocess.CompletedProcess:
                           timeout=600)
 
 
-def test_missing_input_is_exit_2_with_one_line(tmp_path):
-    result = opgen("validate", "--input", str(tmp_path / "nope.jsonl"), "--out", str(tmp_path / "v.jsonl"))
+def test_missing_input_is_exit_2_with_one_line(tmp_path, capsys):
+    result = run_main(capsys, "validate", "--input", str(tmp_path / "nope.jsonl"), "--out", str(tmp_path / "v.jsonl"))
     assert result.returncode == 2
     assert "input not found" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_malformed_jsonl_line_is_named(tmp_path):
+def test_malformed_jsonl_line_is_named(tmp_path, capsys):
     path = tmp_path / "in.jsonl"
     path.write_text(json.dumps({"code": GOOD}) + "\n{not json\n")
-    result = opgen("validate", "--input", str(path), "--out", str(tmp_path / "v.jsonl"))
+    result = run_main(capsys, "validate", "--input", str(path), "--out", str(tmp_path / "v.jsonl"))
     assert result.returncode == 2 and f"{path}:2" in result.stderr and "Traceback" not in result.stderr
 
 
 @pytest.mark.parametrize("flag", [["--workers", "0"], ["--runtime-window", "5"], ["--runtime-window", "9,1"]])
-def test_bad_options_are_exit_2(tmp_path, flag):
+def test_bad_options_are_exit_2(tmp_path, flag, capsys):
     path = tmp_path / "in.jsonl"
     path.write_text(json.dumps({"code": GOOD}) + "\n")
-    result = opgen("validate", "--input", str(path), "--out", str(tmp_path / "v.jsonl"), *flag)
+    result = run_main(capsys, "validate", "--input", str(path), "--out", str(tmp_path / "v.jsonl"), *flag)
     assert result.returncode == 2 and "Traceback" not in result.stderr
 
 
