@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 WRITABLE_ENV = "OPGEN_SANDBOX_WRITABLE"   # extra folders a confined worker may write beneath, os.pathsep-separated
+_CACHE_VARIABLES = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "TORCH_EXTENSIONS_DIR", "CUDA_CACHE_PATH")
 
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446   # one number on every architecture Linux unified
 _CREATE_RULESET_VERSION = 1 << 0
@@ -43,15 +44,11 @@ def handled_rights(abi: int) -> int:
 
 def writable_folders(environ: dict[str, str] | None = None) -> list[Path]:
     """Where a solution worker may write: the temporary folder, the compile caches (inductor, Triton, torch
-    extensions, CUDA's), the user's cache folder, /dev (null, shm, the GPUs) and any folder in WRITABLE_ENV."""
+    extensions, CUDA's), the user's cache folder, /dev (null, shm, the GPUs) and the folders the pool names
+    (WRITABLE_ENV: the grader's extensions folder)."""
     env = os.environ if environ is None else environ
-    folders = [Path(tempfile.gettempdir()), *_made_on_first_use(env), _home(env) / ".nv", Path("/dev")]
-    for name in ("TMPDIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "TORCH_EXTENSIONS_DIR", "CUDA_CACHE_PATH",
-                 "OPGEN_EXTENSIONS_DIR"):
-        if env.get(name):
-            folders.append(Path(env[name]))
-    folders += [Path(p) for p in env.get(WRITABLE_ENV, "").split(os.pathsep) if p]
-    return folders
+    temporary = [Path(tempfile.gettempdir()), *([Path(env["TMPDIR"])] if env.get("TMPDIR") else [])]
+    return [*temporary, *_made_on_first_use(env), _home(env) / ".nv", Path("/dev")]
 
 
 def _home(env) -> Path:
@@ -59,18 +56,17 @@ def _home(env) -> Path:
 
 
 def _made_on_first_use(env) -> list[Path]:
-    """The cache folders a tool makes when it first writes there (the user's cache folder; Triton's): made before
-    the rules, since a rule holds only for a folder that exists. CUDA's own cache (~/.nv) is not made: CUDA does
-    without one."""
-    return [Path(env.get("XDG_CACHE_HOME") or _home(env) / ".cache"), _home(env) / ".triton"]
+    """The folders a tool makes when it first writes there (the user's cache folder, Triton's, the caches and folders
+    the environment names): made before the rules, since a rule holds only for a folder that exists. CUDA's own
+    default cache (~/.nv) is not made: CUDA does without one."""
+    named = [Path(env[name]) for name in _CACHE_VARIABLES if env.get(name)]
+    named += [Path(p) for p in env.get(WRITABLE_ENV, "").split(os.pathsep) if p]
+    return [Path(env.get("XDG_CACHE_HOME") or _home(env) / ".cache"), _home(env) / ".triton", *named]
 
 
 def _make_caches(env) -> None:
-    """Make the folders the rules name that a tool would make on its first write (a rule needs a folder that is)."""
-    named = [Path(env[name]) for name in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "OPGEN_EXTENSIONS_DIR")
-             if env.get(name)]
-    named += [Path(p) for p in env.get(WRITABLE_ENV, "").split(os.pathsep) if p]
-    for folder in [*_made_on_first_use(env), *named]:
+    """Make the folders of `_made_on_first_use`, where they can be."""
+    for folder in _made_on_first_use(env):
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError:
