@@ -13,7 +13,10 @@ from opgen.jsonl import read_inputs
 from scripts.devtools.shrink import shrink_sizes
 
 BAD_TASKS = Path(__file__).parent / "bad_tasks"
-# A CPU window wide enough for the shrunk KernelBench tasks, too narrow for the slow bad tasks.
+# A CPU window wide enough for the shrunk KernelBench tasks, too narrow for the slow bad tasks. Those run about
+# 300 ms a pass (2x the window) and the checks make some twenty passes before the runtime check rejects them: 5-7 s
+# of a worker on the 2-core development machine, well inside the 25 s time limit (at 3x the window and more, one of
+# them ran past it on a loaded CI machine and was rejected as a timeout).
 WINDOW_MS = (0.0, 150.0)
 SETTINGS = {"workers": 2, "timeout_s": 25.0, "memory_mb": 2048, "runtime_window_ms": WINDOW_MS}
 GOOD_NAMES = ("1_Square_matrix_multiplication_.py", "23_Softmax.py", "50_conv_standard_2D__square_input__square_kernel.py",
