@@ -129,14 +129,14 @@ def test_sample_cli_focus_plugins(tmp_path):
 
 
 @pytest.mark.parametrize("command", ["sample", "build"])
-def test_a_plugin_operator_that_never_fits_is_named_up_front(tmp_path, command):
+def test_a_plugin_operator_that_never_fits_is_named_up_front(tmp_path, command, capsys):
     plugin = tmp_path / "huge_ops.py"
     plugin.write_text(NEVER_FITS)
     out = tmp_path / ("c.jsonl" if command == "sample" else "run")
     args = ["--n", "4", "--seed", "0", "--out", str(out), "--vocab-plugin", str(plugin), "--focus", "plugins"]
     if command == "build":
         args += ["--reference", str(KERNELBENCH), "--no-progress"]
-    result = run_cli(command, *args)
+    result = run_main(capsys, command, *args)
     assert result.returncode == 2, result.stderr
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
     assert "'torch.outer_huge'" in result.stderr and "never fits" in result.stderr
@@ -145,7 +145,7 @@ def test_a_plugin_operator_that_never_fits_is_named_up_front(tmp_path, command):
 
 
 @pytest.mark.heavy
-def test_focused_build_end_to_end(tmp_path):
+def test_focused_build_end_to_end(tmp_path, capsys):
     out = tmp_path / "run"
     args = ["build", "--n", "3", "--seed", "0", "--device", "cpu", "--profile", "smoke", "--shard-size", "2",
             "--workers", "2", "--no-progress", "--out", str(out), "--reference", str(KERNELBENCH),
@@ -162,7 +162,7 @@ def test_focused_build_end_to_end(tmp_path):
     assert json.loads((out / "config.json").read_text())["focus"] == ["plugins"]
     # a resumed build with another focus is refused like any changed option
     args[args.index("plugins")] = "torch.nansum"
-    again = run_cli(*args)
+    again = run_main(capsys, *args)
     assert again.returncode == 2 and "differs in: focus" in again.stderr
 
 
