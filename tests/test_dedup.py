@@ -12,7 +12,7 @@ from kernels_ref import reference_index
 from kernels_ref.fingerprint import fingerprint
 from opgen.records import task_id
 from scripts.devtools.disguise import disguise
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_main
 from tests.test_kernels_ref import KB_JSONL, needs_kb, sampled
 
 pytestmark = needs_kb
@@ -139,9 +139,9 @@ def test_cli_writes_one_verdict_per_file_and_reports(tmp_path, originals):
     assert "duplicate clusters (count x size): 1x2" in result.stderr
 
 
-def test_cli_bad_reference_is_one_line_exit_2(tmp_path, originals):
+def test_cli_bad_reference_is_one_line_exit_2(tmp_path, originals, capsys):
     (tmp_path / "t.py").write_text(originals[0]["code"])
-    result = run_cli("dedup", "--input", str(tmp_path), "--out", str(tmp_path / "o.jsonl"), "--reference",
+    result = run_main(capsys, "dedup", "--input", str(tmp_path), "--out", str(tmp_path / "o.jsonl"), "--reference",
                      str(tmp_path / "missing.jsonl"))
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0 and "not found" in result.stderr

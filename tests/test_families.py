@@ -12,7 +12,7 @@ from opgen.taskcode.ops import ops_from_code
 from opgen.vocab import VocabError, Vocabulary, load_vocabulary
 from opgen.vocab.families import families_of, family_of, family_signature
 from opgen.vocab.spec import FAMILY_PATTERN, OpSpec, default_family
-from tests.conftest import run_cli
+from tests.conftest import run_main
 from tests.test_vocab_plugins import PLUGIN
 
 
@@ -88,14 +88,14 @@ def test_sampled_records_carry_families_beside_ops():
         assert record["families"] == families_of(record["ops"]) and len(record["families"]) == len(record["ops"])
 
 
-def test_cli_vocab_lists_every_family():
-    as_json = run_cli("vocab", "--json")
+def test_cli_vocab_lists_every_family(capsys):
+    as_json = run_main(capsys, "vocab", "--json")
     assert as_json.returncode == 0, as_json.stderr
     data = json.loads(as_json.stdout)
     families = {row["family"] for row in data["operators"]}
     assert set(data["families"]) == families
     assert sorted(sum(data["families"].values(), [])) == sorted(row["name"] for row in data["operators"])
-    text = run_cli("vocab")
+    text = run_main(capsys, "vocab")
     assert text.returncode == 0, text.stderr
     assert f"{len(families)} families" in text.stdout
     header, first = text.stdout.splitlines()[:2]

@@ -239,9 +239,9 @@ def test_publish_tops_up_a_dataset_with_a_focused_build(tmp_path, plugin_vocab, 
     assert loaded.num_rows == len(rows)
 
 
-def test_publish_refuses_builds_of_another_device(tmp_path):
+def test_publish_refuses_builds_of_another_device(tmp_path, capsys):
     records = sample_records(0, 0, 2)
     run_a = _write_run(tmp_path / "a", records, BuildConfig(n=2, seed=0))
     run_b = _write_run(tmp_path / "b", records, BuildConfig(n=2, seed=1, device="cuda"))
-    result = run_cli("publish", str(run_a), str(run_b), "--repo-id", "opgen/x", "--dry-run")
+    result = run_main(capsys, "publish", str(run_a), str(run_b), "--repo-id", "opgen/x", "--dry-run")
     assert result.returncode == 2 and "--device" in result.stderr and result.stderr.count("\n") == 1

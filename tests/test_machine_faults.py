@@ -14,7 +14,7 @@ from opgen.errors import MachineFault
 from opgen.pipeline.build import BuildConfig, run_build
 from opgen.sandbox.faults import MACHINE_RUN, ErrorRun, machine_fault
 from opgen.sandbox.pool import SandboxPool
-from tests.conftest import KERNELBENCH, run_cli
+from tests.conftest import KERNELBENCH, run_main
 
 # messages as torch, the CUDA runtime and our sandbox write them
 MACHINE_MESSAGES = [
@@ -88,7 +88,7 @@ def _one_line(result) -> str:
     return lines[0]
 
 
-def test_cuda_commands_without_cuda_stop_at_once_in_one_line(tmp_path):
+def test_cuda_commands_without_cuda_stop_at_once_in_one_line(tmp_path, capsys):
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text(json.dumps({"id": "a", "code": "import torch\n"}) + "\n")
     (tmp_path / "dataset").mkdir()
@@ -102,7 +102,7 @@ def test_cuda_commands_without_cuda_stop_at_once_in_one_line(tmp_path):
     ]
     for command in commands:
         started = time.monotonic()
-        result = run_cli(*command)
+        result = run_main(capsys, *command)
         assert result.returncode == 2, (command, result.stderr[-2000:])
         assert "no CUDA device" in _one_line(result) and "Torch not compiled with CUDA enabled" in result.stderr
         assert time.monotonic() - started < 30   # before any work (the build ran 40 s and rejected 295 before)
@@ -110,16 +110,16 @@ def test_cuda_commands_without_cuda_stop_at_once_in_one_line(tmp_path):
     assert not (tmp_path / "v.jsonl.partial").exists() and not (tmp_path / "t.jsonl").exists()
 
 
-def test_sample_into_a_folder_it_cannot_create_is_one_line():
-    result = run_cli("sample", "--n", "2", "--seed", "0", "--out", "/proc/opgen/candidates.jsonl")
+def test_sample_into_a_folder_it_cannot_create_is_one_line(capsys):
+    result = run_main(capsys, "sample", "--n", "2", "--seed", "0", "--out", "/proc/opgen/candidates.jsonl")
     assert result.returncode == 2
     assert "cannot write --out /proc/opgen/candidates.jsonl" in _one_line(result)
 
 
-def test_validate_out_into_a_folder_it_cannot_create_is_one_line(tmp_path):
+def test_validate_out_into_a_folder_it_cannot_create_is_one_line(tmp_path, capsys):
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text("")
-    result = run_cli("validate", "--input", str(tasks), "--out", "/proc/opgen/v.jsonl")
+    result = run_main(capsys, "validate", "--input", str(tasks), "--out", "/proc/opgen/v.jsonl")
     assert result.returncode == 2 and "/proc/opgen" in _one_line(result)
 
 

@@ -15,7 +15,7 @@ from opgen.mining.zoo import ZooModel, library_versions, select
 from opgen.vocab import cached_vocabulary
 from opgen.vocab.families import FamilyTable
 from opgen.vocab.prior import PRIOR_PATH, load_prior
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_main
 
 
 class BasicBlock(nn.Module):
@@ -125,7 +125,7 @@ def test_shipped_prior_is_mined_from_both_libraries_and_names_vocabulary_familie
 
 
 @pytest.mark.heavy
-def test_prior_command_writes_a_prior_the_sampler_uses(tmp_path):
+def test_prior_command_writes_a_prior_the_sampler_uses(tmp_path, capsys):
     out = tmp_path / "prior.json"
     result = run_cli("prior", "--library", "transformers", "--models", "bert", "llama", "--out", str(out))
     assert result.returncode == 0, result.stderr
@@ -138,17 +138,17 @@ def test_prior_command_writes_a_prior_the_sampler_uses(tmp_path):
     assert result.returncode == 0, result.stderr
     families = {f for line in candidates.read_text().splitlines() for f in json.loads(line)["families"]}
     assert "conv2d" not in families  # no vision model in this prior, and pure prior never explores
-    bad = run_cli("prior", "--models", "no_such_model", "--out", str(tmp_path / "x.json"))
+    bad = run_main(capsys, "prior", "--models", "no_such_model", "--out", str(tmp_path / "x.json"))
     assert bad.returncode == 2 and "unknown model" in bad.stderr and "Traceback" not in bad.stderr
 
 
-def test_prior_command_needs_torchvision_for_vision_models(tmp_path):
+def test_prior_command_needs_torchvision_for_vision_models(tmp_path, capsys):
     if library_versions()["torchvision"] is not None:  # torchvision works here: mine a real model with it
         module, inputs = select(["resnet18"])[0].build()
         vocab = cached_vocabulary()
         uses = trace_forward(module, inputs, vocab, FamilyTable(vocab))
         assert [u.family for u in uses][:3] == ["conv2d", "batch_norm", "relu"]
         return
-    result = run_cli("prior", "--models", "resnet18", "--out", str(tmp_path / "p.json"))
+    result = run_main(capsys, "prior", "--models", "resnet18", "--out", str(tmp_path / "p.json"))
     assert result.returncode == 2 and "torchvision cannot be imported" in result.stderr
     assert "Traceback" not in result.stderr and not (tmp_path / "p.json").exists()

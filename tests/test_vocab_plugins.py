@@ -13,7 +13,7 @@ from opgen.sample.render import op_nodes
 from opgen.sample.sampler import record_from_graph, sample_graph
 from opgen.vocab import ENTRY_POINT_GROUP, VocabError, load_vocabulary
 from opgen.vocab.spec import OpSpec
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO, run_main
 
 PLUGIN = REPO / "examples" / "my_ops.py"
 
@@ -50,8 +50,8 @@ def test_plugin_operators_are_sampled_and_run(tmp_path):
         assert name in record["ops"]
 
 
-def test_cli_vocab_lists_plugin_operators():
-    result = run_cli("vocab", "--json", "--vocab-plugin", str(PLUGIN))
+def test_cli_vocab_lists_plugin_operators(capsys):
+    result = run_main(capsys, "vocab", "--json", "--vocab-plugin", str(PLUGIN))
     assert result.returncode == 0, result.stderr
     names = {row["name"]: row for row in json.loads(result.stdout)["operators"]}
     assert names["torch.deg2rad"]["defined_in"] == str(PLUGIN)
@@ -68,14 +68,14 @@ def test_cli_vocab_lists_plugin_operators():
          'out_shape=lambda s, p: (0,))', "'out_shape'"),
     ],
 )
-def test_wrong_spec_fails_at_load_with_operator_and_field(tmp_path: Path, body: str, field: str):
+def test_wrong_spec_fails_at_load_with_operator_and_field(tmp_path: Path, body: str, field: str, capsys):
     plugin = tmp_path / "bad_ops.py"
     plugin.write_text(f"from opgen.vocab.spec import OpSpec\nSPECS = [{body}]\n")
     with pytest.raises(VocabError) as error:
         load_vocabulary([plugin])
     message = str(error.value)
     assert field in message and ("torch.special.i0e" in message or "nn.ReLU" in message)
-    result = run_cli("vocab", "--vocab-plugin", str(plugin))
+    result = run_main(capsys, "vocab", "--vocab-plugin", str(plugin))
     assert result.returncode == 2
     assert field in result.stderr and "Traceback" not in result.stderr
 
