@@ -59,16 +59,19 @@ def test_the_starting_solution_is_correct_but_breaks_the_rule(workdir, kernel_bu
     assert "Next: replace each PyTorch operator" in report
 
 
-def test_a_cpp_extension_compiles_verifies_and_profiles_through_the_folders_commands(workdir, kernel_builds):
+def test_a_cpp_extension_compiles_verifies_and_profiles_through_the_folders_commands(workdir, kernel_builds, capsys,
+                                                                                    monkeypatch):
+    """compile and verify in this process (what the folder's scripts call), profiling.py as the agent runs it."""
+    monkeypatch.setenv("OPGEN_EXTENSIONS_DIR", str(kernel_builds))
     (workdir / "model_new.py").write_text(HONEST)
-    built = folder_command(workdir, "compile.py", "--device", "cpu", builds=kernel_builds)
-    assert built.returncode == 0 and built.stdout.startswith("Built on a CPU worker") \
-        and "opgen_test_kernels" in built.stdout, built.stdout + built.stderr
-    verified = folder_command(workdir, "verify.py", "--device", "cpu", builds=kernel_builds)
-    assert verified.returncode == 0, verified.stdout + verified.stderr
-    assert verified.stdout.startswith("PASS: model_new.py is correct on 5 input draws of each configuration "
-                                      "(published, held_out_1, held_out_2)")
-    assert "The kernels-only rule holds" in verified.stdout
+    assert folder_main("compile", workdir, ["--device", "cpu"]) == 0
+    built = capsys.readouterr().out
+    assert built.startswith("Built on a CPU worker") and "opgen_test_kernels" in built, built
+    assert folder_main("verify", workdir, ["--device", "cpu"]) == 0
+    verified = capsys.readouterr().out
+    assert verified.startswith("PASS: model_new.py is correct on 5 input draws of each configuration "
+                               "(published, held_out_1, held_out_2)"), verified
+    assert "The kernels-only rule holds" in verified
     profiled = folder_command(workdir, "profiling.py", "--device", "cpu", "--no-compile-baseline", "--json",
                               builds=kernel_builds)
     assert profiled.returncode == 0, profiled.stdout + profiled.stderr

@@ -80,9 +80,9 @@ def exit_with_parent(driver_pid: int, poll_s: float = 0.5) -> None:
 
 
 # What the pool's fork server imports once, so that no pool worker imports torch and the sampler again (3.7 CPU
-# seconds a worker on the 2-core development machine).
+# seconds a worker on the 2-core development machine), nor what its first candidate loads (pool_warmup: 2-3 more).
 POOL_PRELOAD = ["opgen.pipeline.build", "opgen.pipeline.stages", "opgen.sample.sampler", "opgen.sample.composition",
-                "filters.static", "opgen.vocab"]
+                "filters.static", "opgen.vocab", "opgen.pipeline.pool_warmup"]
 
 
 def pool_context() -> multiprocessing.context.BaseContext:
