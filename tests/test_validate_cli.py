@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -34,11 +32,6 @@ def get_init_inputs():
 """
 
 
-def opgen(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "opgen", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=600)
-
-
 def test_missing_input_is_exit_2_with_one_line(tmp_path, capsys):
     result = run_main(capsys, "validate", "--input", str(tmp_path / "nope.jsonl"), "--out", str(tmp_path / "v.jsonl"))
     assert result.returncode == 2
@@ -61,15 +54,15 @@ def test_bad_options_are_exit_2(tmp_path, flag, capsys):
 
 
 @pytest.mark.heavy
-def test_folder_of_tasks_gives_one_verdict_each_in_order(tmp_path):
+def test_folder_of_tasks_gives_one_verdict_each_in_order(tmp_path, capsys):
     folder = tmp_path / "tasks"
     folder.mkdir()
     (folder / "a_good.py").write_text(GOOD)
     (folder / "b_broken.py").write_text("class Model(:\n")
     (folder / "c_identity.py").write_text(GOOD.replace("torch.tanh(self.linear(x)) * 2", "x"))
     out, funnel_path = tmp_path / "verdicts.jsonl", tmp_path / "funnel.json"
-    result = opgen("validate", "--input", str(folder), "--out", str(out), "--workers", "1", "--timeout", "300",
-                   "--funnel", str(funnel_path))
+    result = run_main(capsys, "validate", "--input", str(folder), "--out", str(out), "--workers", "1", "--timeout",
+                      "300", "--funnel", str(funnel_path))   # the command as a process: tests/test_checkpoint.py
     assert result.returncode == 0, result.stderr
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert [(line["source"], line["keep"], line["reason"]) for line in lines] == [
