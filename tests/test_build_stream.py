@@ -219,6 +219,32 @@ def test_killed_while_streaming_resumes_to_the_same_dataset(streamed, tmp_path):
 
 
 @pytest.mark.heavy
+def test_a_finished_build_run_again_starts_no_timing_pools_and_keeps_its_dataset(streamed, tmp_path, monkeypatch):
+    import opgen.pipeline.build as build_module
+    from opgen.pipeline.build import BuildConfig, run_build
+    from opgen.pipeline.executors import LocalExecutor
+
+    started = []
+    monkeypatch.setattr(build_module, "start_kept_pools", lambda *args, **kwargs: started.append(args))
+    again = tmp_path / "again"
+    shutil.copytree(streamed, again)
+    config = BuildConfig(n=5, seed=3, shard_size=2, cpu_timing=True, trials=3, warmups=0, reference=str(KB))
+    executor = LocalExecutor(2)
+    try:
+        result = run_build(config, again, executor, progress=False)
+    finally:
+        executor.close()
+    assert started == [] and result.tasks == 5 and rows(again) == rows(streamed)
+    (again / "tasks.parquet").unlink()   # no dataset written yet: the pools start with the build, as before
+    executor = LocalExecutor(2)
+    try:
+        run_build(config, again, executor, progress=False)
+    finally:
+        executor.close()
+    assert len(started) == 1 and rows(again) == rows(streamed)
+
+
+@pytest.mark.heavy
 def test_ray_executor_streams_to_the_same_dataset(streamed, tmp_path):
     """The Ray executor (a local 2-CPU cluster it joins) gives the local executor's dataset, timing included."""
     ray = pytest.importorskip("ray")

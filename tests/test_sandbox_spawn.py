@@ -123,3 +123,13 @@ def test_a_process_forked_from_one_with_a_zygote_starts_its_own(monkeypatch):
     answer = os.read(read, 200).decode()
     os.waitpid(child, 0)
     assert answer == "0 ok True"
+
+
+def test_a_cpu_build_s_check_and_timing_pools_agree_on_what_torch_reads_as_it_loads():
+    """So one zygote serves both (the timing pools' environment used to differ in TORCHINDUCTOR_FX_GRAPH_CACHE, and a
+    CPU build started two, each importing torch, dynamo and inductor)."""
+    from opgen.timing.driver import _pool_envs
+
+    timing_env = _pool_envs("cpu", None, None)[0][""]
+    checks, timing = SandboxPool(2, 60, None), SandboxPool(1, 60, None, env=timing_env)
+    assert spawn.import_key(checks.env) == spawn.import_key(timing.env)
