@@ -126,8 +126,8 @@ def test_a_process_forked_from_one_with_a_zygote_starts_its_own(monkeypatch):
 
 
 def test_a_cpu_build_s_check_and_timing_pools_agree_on_what_torch_reads_as_it_loads():
-    """So one zygote serves both (the timing pools' environment used to differ in TORCHINDUCTOR_FX_GRAPH_CACHE, and a
-    CPU build started two, each importing torch, dynamo and inductor)."""
+    """So one zygote serves both: pools that differ in a variable torch reads as it loads need a zygote each, and
+    each zygote imports torch, dynamo and inductor."""
     from opgen.timing.driver import _pool_envs
 
     timing_env = _pool_envs("cpu", None, None)[0][""]

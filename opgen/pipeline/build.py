@@ -146,8 +146,8 @@ class Build:
             self.rundir.on_mark = self._save_state_now_and_then
         lanes = self.executor.lanes(self.execute) if isinstance(self.executor, LocalExecutor) else None
         timing_lane_count = self.executor.lanes(self.timing) if lanes and self.timed else None
-        # set up while the first shard is checked, not after; a build that already wrote its dataset has nothing
-        # left to time (a shard that has, after all, starts its pools when it is timed)
+        # set up while the first shard is checked, not after; not for a build that already wrote its dataset, which
+        # has nothing left to time (should it time a shard after all, the pools start then)
         if timing_lane_count and self.stream and not self.rundir.tasks_path.is_file():
             start_kept_pools(self.config.timing_device, timeout_s=self._timing_timeout_s(), lanes=timing_lane_count,
                              workers_per_gpu=self.timing_job_workers)

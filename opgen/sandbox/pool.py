@@ -261,9 +261,10 @@ class SandboxPool:
         env.setdefault("OMP_NUM_THREADS", str(self.threads))
         env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(DEFAULT_CACHE_DIR))
         env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"  # no compile subprocess pool per worker
-        # inductor's default, set as the timing pools set it: the variable is read as torch loads, so pools that
-        # differ in it cannot share a zygote (opgen/sandbox/spawn.py), and a CPU build would start two of them
-        env.setdefault("TORCHINDUCTOR_FX_GRAPH_CACHE", "1")
+        # inductor's compile cache on (its default) in every pool alike: compiles are reused across workers and runs
+        # through it, and torch reads the variable as it loads, so pools that differed in it could not share a zygote
+        # (opgen/sandbox/spawn.py): a CPU build would start two
+        env["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "1"
         env["PYTHONUNBUFFERED"] = "1"
         # the interpreter's bin folder first: tools installed beside it (pip's ninja, for extension builds) are found
         env["PATH"] = os.pathsep.join(p for p in (str(Path(sys.executable).parent), env.get("PATH")) if p)

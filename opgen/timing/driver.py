@@ -119,7 +119,7 @@ def time_records(records: list[dict], options: TimingOptions | None = None, *, t
 
 def _pool_envs(device: str, cache_dir: str | None, workers_per_gpu: int | None) -> tuple[dict[str, dict], int]:
     """The timing pools' environments, one per visible GPU (the host's one on the CPU), and their workers each."""
-    env = {"TORCHINDUCTOR_FX_GRAPH_CACHE": "1", WARM_UP_ENV: WARM_UP_PATH}
+    env = {WARM_UP_ENV: WARM_UP_PATH}
     if cache_dir:
         env["TORCHINDUCTOR_CACHE_DIR"] = str(Path(cache_dir).resolve())
     if device == "cpu":

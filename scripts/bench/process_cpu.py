@@ -27,29 +27,26 @@ def machine_busy_s() -> float:
 def sample(seen: dict[tuple[int, float], list], ours: set[int]) -> None:
     """Each descendant's parent, first command line and most CPU seconds so far, by (pid, start time); `ours`, the
     pids known to descend from the command, grows with the children seen here."""
-    for name in sorted(os.listdir("/proc"), key=lambda entry: (not entry.isdigit(), len(entry), entry)):
-        if not name.isdigit():
-            continue
+    for pid in sorted(int(name) for name in os.listdir("/proc") if name.isdigit()):   # lower pids first: a parent, mostly, before its children
         try:
-            stat = open(f"/proc/{name}/stat").read()
-            command = open(f"/proc/{name}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
+            stat = open(f"/proc/{pid}/stat").read()
+            command = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
         program, rest = stat.split("(", 1)[1].rsplit(")", 1)
         fields = rest.split()
-        if int(name) not in ours:
-            if int(fields[1]) not in ours:
-                continue
-            ours.add(int(name))
-        key = (int(name), int(fields[19]) / TICK)
+        ppid = int(fields[1])
+        if pid not in ours and ppid not in ours:
+            continue
+        ours.add(pid)
+        key = (pid, int(fields[19]) / TICK)
         cpu_s = (int(fields[11]) + int(fields[12])) / TICK
-        entry = seen.setdefault(key, [int(fields[1]), command.strip(), 0.0, program])
+        entry = seen.setdefault(key, [ppid, command.strip(), 0.0, program])
         entry[1] = entry[1] or command.strip()
         entry[2] = max(entry[2], cpu_s)
 
 
-def kind(pid_ppid_command: tuple[int, int, str], zygotes: set[int], program: str) -> str:
-    pid, ppid, command = pid_ppid_command
+def kind(ppid: int, command: str, program: str, zygotes: set[int]) -> str:
     if "--zygote" in command:
         return "forked sandbox worker" if ppid in zygotes else "sandbox zygote"
     words = command.split()
@@ -78,8 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     zygotes = {pid for (pid, _), (_, command_line, _, _) in seen.items() if "--zygote" in command_line}
     totals: collections.Counter = collections.Counter()
     counts: collections.Counter = collections.Counter()
-    for (pid, _), (ppid, command_line, cpu_s, program) in seen.items():
-        name = kind((pid, ppid, command_line), zygotes, program)
+    for ppid, command_line, cpu_s, program in seen.values():
+        name = kind(ppid, command_line, program, zygotes)
         totals[name] += cpu_s
         counts[name] += 1
     print(f"exit {process.returncode}; {wall_s:.1f} s wall; {busy_s:.1f} busy CPU-seconds on the machine, "
