@@ -79,9 +79,10 @@ def _compile_pool(options, jobs: int) -> SandboxPool:
     memory = max(options.memory_mb, COMPILE_MEMORY_MB) if options.memory_mb else None
     env = {"CUDA_VISIBLE_DEVICES": "", "MAX_JOBS": str(max(1, cores // workers))}   # no GPU: compiling only
     writable = writable_for(options)
-    key = (workers, float(options.compile_timeout_s), memory, writable)
+    key = (workers, float(options.compile_timeout_s), memory, writable, options.scratch_mb)
     return _POOLS.get(key, lambda: SandboxPool(workers, options.compile_timeout_s, memory, env=env, confined=True,
-                                               threads=max(1, cores // workers), writable=writable))
+                                               threads=max(1, cores // workers), writable=writable,
+                                               scratch_mb=options.scratch_mb))
 
 
 def compile_stage(payloads: list[dict], options) -> dict[int, dict]:

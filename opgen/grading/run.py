@@ -22,17 +22,22 @@ from opgen.grading.scan import static_verdict
 from opgen.grading.summary import summarize_grades
 from opgen.grading.tasks import dataset_rows, read_source, solution_files
 from opgen.jsonl import read_jsonl
+from opgen.sandbox.confine import CONFINE_ENV, confined_on
 from opgen.sandbox.faults import ErrorRun, first_line, machine_fault
 from opgen.sandbox.gpus import gpu_slot_envs
 from opgen.sandbox.pool import (
+    SCRATCH_MB,
     KeptPools,
     SandboxPool,
     SandboxResult,
     is_out_of_memory,
     out_of_memory,
     over_memory_limit,
+    warn_once,
 )
 
+CONFINEMENT_HINT = ("OPGEN_SANDBOX_CONFINE_SKIP names pieces of the confinement to leave out, and each one left out "
+                    "is said on stderr (docs/grading.md, 'The workers' confinement')")
 GRADE_FUNCTION = "opgen.grading.worker:grade_in_worker"
 PROBE_FUNCTION = "opgen.grading.worker:probe_device"
 _POOLS = KeptPools()
@@ -59,6 +64,7 @@ class GradeOptions:
     compile_timeout_s: float = 600.0  # seconds to compile a solution's C++/CUDA extensions on a CPU worker
     extensions_dir: str | None = None  # where extensions are built (default: $OPGEN_EXTENSIONS_DIR, else a temp folder)
     reuse_reference: bool = True      # time each task's reference once per process, apart from any solution
+    scratch_mb: int = SCRATCH_MB      # what a solution may write during its grade (its scratch folder, any one file)
 
     def __post_init__(self) -> None:
         if self.device not in ("cuda", "cpu"):
@@ -69,6 +75,8 @@ class GradeOptions:
             raise UsageError("trials and min_trials must be at least 1, warmups at least 0")
         if self.timeout_s <= 0 or self.compile_timeout_s <= 0 or self.workers < 1:
             raise UsageError("the timeouts must be above 0 and workers at least 1")
+        if self.scratch_mb < 1:
+            raise UsageError("scratch_mb must be at least 1")
 
     @property
     def timed(self) -> bool:
@@ -90,15 +98,23 @@ def payload_for(task: dict, solution_code: str, options: GradeOptions, threads: 
             "reference_timing": "apart" if options.reuse_reference and options.timed else "here"}
 
 
+def solution_pool(options: GradeOptions, workers: int, **settings) -> SandboxPool:
+    """Confined workers that run solutions on the options' device (opgen/sandbox/confine.py, `confined_on`)."""
+    confined = confined_on(options.device)
+    if not confined and os.environ.get(CONFINE_ENV) != "0":
+        warn_once(f"the grading workers' confinement is off on {options.device} until it is verified there "
+                  f"({CONFINE_ENV}=1 turns it on): solution code may signal other processes, reach the network, "
+                  "and read and write what its user may")
+    return SandboxPool(workers, options.timeout_s, _memory_mb(options), confined=confined,
+                       writable=writable_for(options), scratch_mb=options.scratch_mb,
+                       slot_envs=gpu_slot_envs(options.device), **settings)
+
+
 def grading_pool(options: GradeOptions) -> SandboxPool:
     """The grading workers, kept for the life of this process (a trainer's repeated calls skip their start-up)."""
-    threads = worker_threads(options)
-    memory = _memory_mb(options)
-    writable = writable_for(options)
-    key = (options.device, options.workers, float(options.timeout_s), memory, writable)
-    return _POOLS.get(key, lambda: SandboxPool(options.workers, options.timeout_s, memory, confined=True,
-                                               slot_envs=gpu_slot_envs(options.device), threads=threads,
-                                               writable=writable))
+    key = (options.device, options.workers, float(options.timeout_s), _memory_mb(options), writable_for(options),
+           options.scratch_mb)
+    return _POOLS.get(key, lambda: solution_pool(options, options.workers, threads=worker_threads(options)))
 
 
 def _memory_mb(options: GradeOptions) -> int | None:
@@ -146,8 +162,7 @@ def run_grades(payloads: list[dict], options: GradeOptions, progress: bool = Fal
         lines[index] = _line(result)
     crowded = [i for i in todo if lines[i]["reason"] == "out_of_memory"]
     if crowded:   # judged again alone in a fresh worker: the memory a neighbour or a predecessor held is not its fault
-        with SandboxPool(1, options.timeout_s, _memory_mb(options), max_tasks_per_worker=1, confined=True,
-                         slot_envs=gpu_slot_envs(options.device), writable=writable_for(options)) as pool:
+        with solution_pool(options, 1, max_tasks_per_worker=1) as pool:
             for index, result in zip(crowded, pool.run_many(GRADE_FUNCTION, [payloads[i] for i in crowded])):
                 lines[index] = _line(result)
     add_reference_timings(payloads, lines, options.timeout_s, _memory_mb(options))
@@ -163,12 +178,24 @@ def run_grades(payloads: list[dict], options: GradeOptions, progress: bool = Fal
 
 
 def require_healthy_device(options: GradeOptions, message: str | None) -> None:
-    """MachineFault unless a trivial computation succeeds on the device in a fresh worker."""
-    with SandboxPool(1, 120.0, None, max_tasks_per_worker=1, slot_envs=gpu_slot_envs(options.device)) as pool:
-        [probe] = pool.run_many(PROBE_FUNCTION, [{"device": options.device}])
-    if probe.status != "ok" or not probe.value.get("ok"):
-        cause = machine_fault(message) or "the device failed a trivial computation"
-        raise MachineFault(f"{cause}: {first_line(message) or first_line(probe.detail)}")
+    """MachineFault unless a trivial computation succeeds on the device in a fresh worker confined as the grading
+    workers are; when only an unconfined one succeeds, the fault names the confinement (the device works, but not
+    from where solutions run)."""
+    def probe(confined: bool) -> SandboxResult:
+        pool = solution_pool(options, 1, max_tasks_per_worker=1) if confined else \
+            SandboxPool(1, 120.0, None, max_tasks_per_worker=1, slot_envs=gpu_slot_envs(options.device))
+        with pool:
+            return pool.run_many(PROBE_FUNCTION, [{"device": options.device}])[0]
+
+    confined = probe(confined=True)
+    if confined.status == "ok" and confined.value.get("ok"):
+        return
+    detail = first_line(message) or first_line(confined.detail)
+    free = probe(confined=False)
+    if free.status == "ok" and free.value.get("ok"):
+        raise MachineFault(f"the device works, but not from a confined grading worker ({detail}); "
+                           f"{CONFINEMENT_HINT}")
+    raise MachineFault(f"{machine_fault(message) or 'the device failed a trivial computation'}: {detail}")
 
 
 def grade_task(task: dict, solution_code: str, options: GradeOptions, static_scan: bool = True) -> dict:

@@ -43,6 +43,8 @@ MACHINE_ERRORS = (
     ("fallen off the bus", "the GPU has fallen off the bus"),
     ("uncorrectable ecc error", "the GPU reported an uncorrectable ECC error"),
     ("cuda error: unknown error", "the GPU failed (CUDA unknown error)"),
+    ("unexpected error from cudagetdevicecount", "CUDA cannot start in this process"),
+    ("operation not supported on this os", "CUDA cannot start in this process (an OS call it needs failed)"),
 )
 # CUDA errors a task's own kernels cause: the same task fails the same way on any machine
 TASK_CUDA_ERRORS = ("device-side assert", "illegal memory access", "misaligned address", "out of memory")

@@ -29,9 +29,17 @@ import psutil
 from tqdm import tqdm
 
 from opgen.errors import MachineFault
-from opgen.sandbox.confine import CONFINE_ENV
-from opgen.sandbox.landlock import WRITABLE_ENV
+from opgen.sandbox.confine import CONFINE_ENV, FILE_LIMIT_ENV, PIECES, SKIP_ENV
+from opgen.sandbox.landlock import HIDDEN_ENV, SCRATCH_ENV, WRITABLE_ENV
 from opgen.sandbox.quiet import register_worker, unregister_worker
+from opgen.sandbox.scratch import (
+    allowed_environment,
+    empty_scratch,
+    make_scratch,
+    remove_scratch,
+    scratch_bytes,
+    scratch_environment,
+)
 from opgen.sandbox.spawn import start_worker
 from opgen.sandbox.worker import SYS_PATH_ENV
 
@@ -41,6 +49,11 @@ STDERR_TAIL_CHARS = 1500
 DEFAULT_CACHE_DIR = Path(tempfile.gettempdir()) / "opgen-inductor-cache"
 STOPPED = "stopped"   # a result's status when its task was never sent: the caller stopped the call
 MEMORY_LIMIT = "memory limit exceeded"  # how a result killed for passing the pool's resident limit starts
+SCRATCH_LIMIT = "scratch limit exceeded"   # ... for writing more than its scratch may hold
+PROCESS_LIMIT = "process limit exceeded"   # ... for starting more processes than a confined worker may
+SCRATCH_MB = 4096      # what a confined worker's scratch folder may hold during one task, and its largest file
+PROCESSES = 256        # processes a confined worker's task may have running beside it (a compile's tools included)
+SCRATCH_POLL_S = 0.5   # how often a task's scratch folder is measured
 
 
 @dataclass
@@ -94,14 +107,21 @@ def out_of_memory(result: SandboxResult, error_key: str) -> bool:
 class _Worker:
     """One worker process, its protocol pipes, and the task it is running."""
 
-    def __init__(self, env: dict[str, str], slot: int = 0):
+    def __init__(self, env: dict[str, str], slot: int = 0, scratch: Path | None = None):
         self.slot = slot  # which of the pool's worker environments it runs with
+        self.scratch = scratch   # a confined worker's own folder (opgen/sandbox/scratch.py)
         self.log = tempfile.TemporaryFile(mode="a+b")  # append mode: the log can be truncated between tasks
         try:
-            self.proc = start_worker(env, self.log)
+            self.proc = start_worker({**env, **scratch_environment(scratch)} if scratch else env, self.log)
         except OSError as error:  # no process can be started here (process limit, memory): the machine's fault
             self.log.close()
+            if scratch:
+                remove_scratch(scratch)
             raise MachineFault(f"a sandbox worker cannot start: {error}") from None
+        self.worker_pid = self.proc.pid   # the process that runs tasks: the keeper's child, once the worker is kept
+        self.kept = False                 # split from a keeper (opgen/sandbox/keeper.py), as its ready line says
+        self.scratch_checked = 0.0
+        self.confinement: dict[str, bool] = {}
         register_worker(self.proc.pid)   # one a timed run's quiet hold pauses (quiet.py)
         os.set_blocking(self.proc.stdout.fileno(), False)
         self.buffer = b""
@@ -144,19 +164,51 @@ class _Worker:
             messages.append(message)
         return messages
 
-    def rss_mb(self) -> float:
+    def became_ready(self, message: dict) -> None:
+        """The worker's ready line: a kept worker runs in the keeper's child, which a quiet hold pauses instead."""
+        pid = message.get("pid")
+        self.confinement = message.get("confinement") or {}   # the pieces of the confinement that hold
+        if self.confinement.get("processes") and isinstance(pid, int) and pid != self.proc.pid:
+            unregister_worker(self.proc.pid)
+            self.worker_pid, self.kept = pid, True
+            register_worker(pid)
+        self.ready = True
+
+    def processes(self) -> list[psutil.Process]:
+        """The worker's processes: those beneath its keeper (the keeper itself, a process that runs no task, is not
+        counted), else the worker and those beneath it."""
         try:
             root = psutil.Process(self.proc.pid)
-            processes = [root, *root.children(recursive=True)]
+            below = root.children(recursive=True)
         except psutil.Error:
-            return 0.0
+            return []
+        return below if self.kept else [root, *below]
+
+    def strays(self) -> list[psutil.Process]:
+        """The processes beneath the keeper that are not the worker: what a task started and left running."""
+        return [process for process in self.processes() if process.pid != self.worker_pid] if self.kept else []
+
+    def rss_mb(self, processes: list[psutil.Process] | None = None) -> float:
         total = 0
-        for process in processes:
+        for process in self.processes() if processes is None else processes:
             try:
                 total += process.memory_info().rss
             except psutil.Error:
                 pass
         return total / 2**20
+
+    def end_strays(self) -> None:
+        """End every process a task left beneath the keeper (SIGKILL, again for those re-parented meanwhile)."""
+        for _ in range(20):
+            strays = self.strays()
+            if not strays:
+                return
+            for process in strays:
+                try:
+                    process.kill()
+                except psutil.Error:
+                    pass
+            psutil.wait_procs(strays, timeout=1)
 
     def stderr_tail(self) -> str:
         try:
@@ -167,6 +219,19 @@ class _Worker:
         return text[-STDERR_TAIL_CHARS:].strip()
 
     def kill(self) -> None:
+        if self.kept:   # the worker first: its keeper then ends every process left beneath it and exits
+            try:
+                os.killpg(self.worker_pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:   # a keeper that cannot end them: what is beneath it, then the keeper
+                for process in self.processes():
+                    try:
+                        process.kill()
+                    except psutil.Error:
+                        pass
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -187,13 +252,24 @@ class _Worker:
         self.kill()
 
     def _close(self) -> None:
-        unregister_worker(self.proc.pid)
+        unregister_worker(self.worker_pid)
         for stream in (self.proc.stdin, self.proc.stdout):
             try:
                 stream.close()
             except OSError:
                 pass
         self.log.close()
+        if self.scratch:
+            remove_scratch(self.scratch)
+
+    def scratch_over(self, limit_bytes: int) -> int | None:
+        """The bytes in the worker's scratch when past `limit_bytes` (measured every SCRATCH_POLL_S), else None."""
+        now = time.monotonic()
+        if self.scratch is None or now - self.scratch_checked < SCRATCH_POLL_S:
+            return None
+        self.scratch_checked = now
+        used = scratch_bytes(self.scratch, stop_at=limit_bytes)
+        return used if used > limit_bytes else None
 
     def exit_description(self) -> str:
         code = self.proc.poll()
@@ -207,21 +283,41 @@ class _Worker:
         return f"worker exited with status {code}"
 
 
-_UNCONFINED_WARNINGS = {
-    "signals": "this machine does not take the grading workers' seccomp filter (opgen/sandbox/confine.py): solution "
-               "code runs unconfined and could signal other processes",
-    "writes": "this machine's kernel has no Landlock (opgen/sandbox/landlock.py): solution code may write any file "
-              "its user may, the grader's own source included",
+_UNCONFINED_WARNINGS = {   # what solution code may do where a piece of the confinement (opgen/sandbox/confine.py) fails
+    "signals": "signal other processes, the grader's included (no seccomp filter)",
+    "network": "open network connections (no seccomp filter)",
+    "writes": "write any file its user may, the grader's own source included (no Landlock)",
+    "reads": "read any file its user may and other processes' environments (no Landlock)",
+    "capabilities": "use the capabilities of the user running it",
+    "file_size": "write files of any size",
+    "processes": "leave processes running after its grade (no child subreaper)",
 }
 _unconfined_warned: set[str] = set()
 
 
 def warn_unconfined(what: str = "signals") -> None:
-    """One line on stderr, once a process for each `what`: workers asked to run confined could not confine their
-    signals (the seccomp filter) or their file writes (Landlock)."""
+    """One line on stderr, once a process for each `what`: workers asked to run confined could not take that piece
+    of the confinement, or the environment (OPGEN_SANDBOX_CONFINE_SKIP) left it out."""
     if what not in _unconfined_warned:
         _unconfined_warned.add(what)
-        print(f"opgen: warning: {_UNCONFINED_WARNINGS[what]}", file=sys.stderr)
+        print(f"opgen: warning: confined sandbox workers run without '{what}' here: solution code may "
+              f"{_UNCONFINED_WARNINGS[what]}", file=sys.stderr)
+
+
+def warn_once(text: str) -> None:
+    """`text` on stderr as a warning, once a process."""
+    if text not in _unconfined_warned:
+        _unconfined_warned.add(text)
+        print(f"opgen: warning: {text}", file=sys.stderr)
+
+
+def missing_pieces(message: dict) -> list[str]:
+    """The pieces of the confinement a confined worker's ready line says do not hold (the capabilities only where
+    the worker had any to drop: a user's process has none)."""
+    held = message.get("confinement")
+    if not isinstance(held, dict):   # a worker that names no pieces: what its two older flags say
+        held = {"signals": message.get("confined"), "writes": message.get("writes_confined")}
+    return [piece for piece in PIECES if piece in held and not held[piece]]
 
 
 class SandboxPool:
@@ -234,14 +330,17 @@ class SandboxPool:
     DEFAULT_CACHE_DIR) so compiles are reused across workers and runs. Each worker gets `threads` OpenMP
     threads (default: the machine's cores shared among this pool's workers; a caller running several pools
     side by side shares them among all of their workers, or the pools' threads oversubscribe the cores).
-    `confined` workers (those that run solution code) can signal only themselves and their own children
-    (opgen/sandbox/confine.py) and write only beneath their scratch and cache folders and the `writable` ones
-    (opgen/sandbox/landlock.py; `OPGEN_SANDBOX_CONFINE=0` in this process's environment turns both off).
+    `confined` workers (those that run solution code) are confined (opgen/sandbox/confine.py): they signal only
+    themselves, reach no network, keep only an allow-list of this process's environment, read no user's files, and
+    write only beneath a scratch folder of their own (emptied after each task, at most `scratch_mb` in it) and the
+    `writable` folders; whatever processes a task starts (at most `processes` at once) are ended after it.
+    `OPGEN_SANDBOX_CONFINE=0` in this process's environment turns all of it off.
     """
 
     def __init__(self, workers: int, timeout_s: float, memory_mb: int | None, env: dict[str, str] | None = None,
                  *, max_tasks_per_worker: int | None = None, slot_envs: list[dict[str, str]] | None = None,
-                 threads: int | None = None, confined: bool = False, writable: tuple[str, ...] = ()):
+                 threads: int | None = None, confined: bool = False, writable: tuple[str, ...] = (),
+                 scratch_mb: int = SCRATCH_MB, processes: int = PROCESSES):
         if workers < 1:
             raise ValueError("workers must be >= 1")
         self.workers = workers
@@ -251,13 +350,15 @@ class SandboxPool:
         self.threads = threads or max(1, (os.cpu_count() or 1) // workers)
         self.confined = confined and os.environ.get(CONFINE_ENV) != "0"
         self.writable = tuple(writable)
+        self.scratch_mb, self.process_limit = scratch_mb, processes
         self.env = self._worker_env(env or {})
         self.slot_envs = [dict(extra) for extra in slot_envs or []]
         self._pool: list[_Worker] = []
         self._tasks_done: dict[int, int] = {}
 
     def _worker_env(self, extra: dict[str, str]) -> dict[str, str]:
-        env = dict(os.environ)
+        # a confined worker keeps an allow-list of this environment (no tokens: opgen/sandbox/scratch.py)
+        env = allowed_environment(dict(os.environ)) if self.confined else dict(os.environ)
         env.setdefault("OMP_NUM_THREADS", str(self.threads))
         env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(DEFAULT_CACHE_DIR))
         env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"  # no compile subprocess pool per worker
@@ -272,13 +373,20 @@ class SandboxPool:
         package_root = str(Path(__file__).resolve().parents[2])  # so `-m opgen.sandbox.worker` resolves
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
         env.update(extra)
-        env.pop(CONFINE_ENV, None)
-        env.pop(WRITABLE_ENV, None)
+        for name in (CONFINE_ENV, WRITABLE_ENV, HIDDEN_ENV, FILE_LIMIT_ENV):
+            env.pop(name, None)
         if self.confined:   # workers that run solution code: opgen/sandbox/confine.py
             env[CONFINE_ENV] = "1"
+            env[FILE_LIMIT_ENV] = str(self.scratch_mb)
             if self.writable:
                 env[WRITABLE_ENV] = os.pathsep.join(self.writable)
-        Path(env["TORCHINDUCTOR_CACHE_DIR"]).mkdir(parents=True, exist_ok=True)
+            # this process's home and temporary folder stay out of a confined worker's reach (its own are its scratch)
+            hidden = [str(Path.home()), tempfile.gettempdir(), *os.environ.get(HIDDEN_ENV, "").split(os.pathsep)]
+            env[HIDDEN_ENV] = os.pathsep.join(p for p in hidden if p)
+            if os.environ.get(SKIP_ENV):
+                env[SKIP_ENV] = os.environ[SKIP_ENV]
+        else:
+            Path(env["TORCHINDUCTOR_CACHE_DIR"]).mkdir(parents=True, exist_ok=True)
         return env
 
     def __enter__(self) -> SandboxPool:
@@ -346,7 +454,9 @@ class SandboxPool:
         taken = {worker.slot for worker in self._pool}
         for slot in range(self.workers):
             if slot not in taken:
-                self._pool.append(_Worker(self._slot_env(slot), slot))
+                scratch = make_scratch() if self.confined else None
+                env = {**self._slot_env(slot), SCRATCH_ENV: str(scratch)} if scratch else self._slot_env(slot)
+                self._pool.append(_Worker(env, slot, scratch))
 
     def _slot_env(self, slot: int) -> dict[str, str]:
         if not self.slot_envs:
@@ -372,11 +482,9 @@ class SandboxPool:
                 return self._replace(worker, results, "forged", "the worker's channel carried an answer its worker "
                                      f"did not send (the task's code wrote there): {str(message)[:200]}")
             if status == "ready":
-                worker.ready = True
-                if self.confined and not message.get("confined"):
-                    warn_unconfined("signals")
-                if self.confined and not message.get("writes_confined"):
-                    warn_unconfined("writes")
+                worker.became_ready(message)
+                for piece in missing_pieces(message) if self.confined else []:
+                    warn_unconfined(piece)
             elif status == "started":
                 worker.started = True
                 worker.deadline = time.monotonic() + self.timeout_s
@@ -393,11 +501,26 @@ class SandboxPool:
                 return None
             what = "task" if worker.started else ("worker start-up" if not worker.ready else "module import")
             return self._replace(worker, results, "timeout", f"{what} exceeded {self._limit(worker):.0f} s")
-        if self.memory_mb is not None and worker.index is not None:
-            rss = worker.rss_mb()
+        if worker.index is not None:
+            return self._check_limits(worker, results)
+        return None
+
+    def _check_limits(self, worker: _Worker, results: list) -> int | None:
+        """Stop a running task past the pool's limits: resident memory, and a confined worker's processes and
+        scratch."""
+        processes = worker.processes() if self.memory_mb is not None or worker.kept else []
+        if self.memory_mb is not None:
+            rss = worker.rss_mb(processes)
             if rss > self.memory_mb:
                 return self._replace(worker, results, "crash",
                                      f"{MEMORY_LIMIT}: {rss:.0f} MB resident > {self.memory_mb} MB")
+        if worker.kept and len(processes) - 1 > self.process_limit:
+            return self._replace(worker, results, "crash", f"{PROCESS_LIMIT}: {len(processes) - 1} processes beside "
+                                 f"the worker > {self.process_limit}")
+        used = worker.scratch_over(self.scratch_mb << 20)
+        if used is not None:
+            return self._replace(worker, results, "crash",
+                                 f"{SCRATCH_LIMIT}: {used >> 20} MB written > {self.scratch_mb} MB")
         return None
 
     def _limit(self, worker: _Worker) -> float:
@@ -408,6 +531,9 @@ class SandboxPool:
         and retire one that said it is exiting (its task asked for a fresh process after it)."""
         count = self._tasks_done.get(worker.proc.pid, 0) + 1
         self._tasks_done[worker.proc.pid] = count
+        worker.end_strays()   # nothing a task started outlives it, and nothing it wrote is seen by the next
+        if worker.scratch is not None:
+            empty_scratch(worker.scratch)
         worn_out = self.max_tasks_per_worker is not None and count >= self.max_tasks_per_worker
         bloated = self.memory_mb is not None and worker.rss_mb() > 0.75 * self.memory_mb
         if worn_out or bloated or exiting:  # recycle before the next task trips the limit on memory it did not use

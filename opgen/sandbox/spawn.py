@@ -25,6 +25,9 @@ import time
 
 import psutil
 
+from opgen.sandbox.landlock import SCRATCH_ENV
+from opgen.sandbox.scratch import SCRATCH_VARIABLES
+
 FORK_ENV = "OPGEN_SANDBOX_FORK"
 WORKER_COMMAND = (sys.executable, "-m", "opgen.sandbox.worker")
 ZYGOTE_START_S = 180.0   # the zygote's imports: a fresh worker's start-up limit (STARTUP_TIMEOUT_S) and more
@@ -34,6 +37,13 @@ SPAWN_S = 30.0
 IMPORT_TIME_PREFIXES = ("TORCH", "PYTORCH", "OMP_", "KMP_", "GOMP_", "MKL_", "OPENBLAS", "CUDA", "NVIDIA",
                         "TRITON", "LD_", "PYTHON", "MALLOC", "ATEN_", "DNNL_", "ONEDNN_", "HOME", "XDG_", "TMPDIR")
 THREAD_COUNTS = {"OMP_NUM_THREADS", "MKL_NUM_THREADS"}
+# ... nor, for confined workers, on their own folders (each one's scratch: opgen/sandbox/scratch.py): their zygote is
+# started without them, and a forked worker reads them again (zygote.py, `_paths_read_again`)
+SCRATCH_NAMES = set(SCRATCH_VARIABLES) | {SCRATCH_ENV}
+
+
+def _per_worker(env: dict[str, str]) -> set[str]:
+    return THREAD_COUNTS | SCRATCH_NAMES if SCRATCH_ENV in env else THREAD_COUNTS
 GPU_DEVICE_FILES = ("/dev/nvidiactl", "/dev/nvidia[0-9]*", "/dev/kfd")
 
 
@@ -51,7 +61,7 @@ def forking_enabled() -> bool:
 
 def import_key(env: dict[str, str]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((name, value) for name, value in env.items()
-                        if name.startswith(IMPORT_TIME_PREFIXES) and name not in THREAD_COUNTS))
+                        if name.startswith(IMPORT_TIME_PREFIXES) and name not in _per_worker(env)))
 
 
 class Zygote:
@@ -204,7 +214,7 @@ def _zygote_for(env: dict[str, str]) -> Zygote | None:
         if key in _zygotes and (zygote is None or zygote.alive):
             return zygote
         try:
-            zygote = Zygote(env)
+            zygote = Zygote({name: value for name, value in env.items() if name not in _per_worker(env) - THREAD_COUNTS})
         except ZygoteError:
             zygote = None
         _zygotes[key] = zygote

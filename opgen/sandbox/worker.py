@@ -11,10 +11,13 @@ import json
 import os
 import resource
 import sys
+import tempfile
 import traceback
 from collections.abc import Callable
 
-from opgen.sandbox.confine import confine_if_asked
+from opgen.sandbox.confine import CONFINE_ENV, confine_if_asked, skipped_pieces
+from opgen.sandbox.keeper import split
+from opgen.sandbox.landlock import SCRATCH_ENV
 
 SYS_PATH_ENV = "OPGEN_SANDBOX_SYS_PATH"
 # `module:function` a worker runs once it has said it is ready and before it reads its first request: the imports
@@ -149,15 +152,38 @@ def _warm_up(target: str | None) -> None:
         pass
 
 
+def _reap_children() -> None:
+    """Reap this worker's children that have ended (a task's processes, ended by the pool after its answer)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _enter_scratch() -> None:
+    """A worker with a scratch folder of its own works in it: its temporary folder (read again from TMPDIR, which a
+    forked worker's zygote had read before) and its current folder."""
+    if os.environ.get(SCRATCH_ENV):
+        tempfile.tempdir = None
+        os.chdir(tempfile.gettempdir())
+
+
 def main() -> None:
     faulthandler.enable()  # a segfault leaves a Python traceback in the stderr log
+    # a confined worker first splits off its keeper: every process its tasks start ends with it (keeper.py)
+    kept = split() if os.environ.get(CONFINE_ENV) == "1" and "processes" not in skipped_pieces() else False
     extra_path = json.loads(os.environ.get(SYS_PATH_ENV, "[]"))
     sys.path[:0] = [p for p in extra_path if p not in sys.path]
     proto_in, proto_out = _protocol_streams()
-    # before any task code: a solution may not signal the grader or its neighbours, nor write outside its scratch
-    confined = confine_if_asked()
-    _answer(proto_out, {"status": "ready", "pid": os.getpid(), "confined": confined["signals"],
-                        "writes_confined": confined["writes"]})
+    _enter_scratch()
+    # before any task code: a solution may not signal the grader or its neighbours, reach the network, read the
+    # user's files, write outside its scratch, or leave a process behind
+    confinement = {**confine_if_asked(), "processes": kept}
+    _answer(proto_out, {"status": "ready", "pid": os.getpid(), "confined": confinement["signals"],
+                        "writes_confined": confinement["writes"], "confinement": confinement})
     _warm_up(os.environ.get(WARM_UP_ENV))
     for line in proto_in:
         request = json.loads(line)
@@ -181,6 +207,7 @@ def main() -> None:
             os._exit(0)
         value = None
         release_torch()
+        _reap_children()
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import selectors
 import signal
 import socket
 import sys
+import tempfile
 import traceback
 
 MAX_MESSAGE = 1 << 20
@@ -103,6 +104,24 @@ def _reap(control: socket.socket) -> None:
         _send(control, {"exited": pid, "code": os.waitstatus_to_exitcode(status)})
 
 
+def _paths_read_again() -> None:
+    """The paths the preloaded modules took from the zygote's environment, taken again from the worker's: the
+    temporary folder (a confined worker's is its own scratch), inductor's precompiled-header folder beneath it, and
+    inductor's cache folder."""
+    tempfile.tempdir = None
+    codecache = sys.modules.get("torch._inductor.codecache")
+    if codecache is None:
+        return
+    if hasattr(codecache, "_HEADER_DIR"):
+        from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+        codecache._HEADER_DIR = os.path.join(default_cache_dir(), "precompiled_headers")
+        codecache._HEADER_LOCK_DIR = os.path.join(codecache._HEADER_DIR, "locks")
+    local_cache = getattr(getattr(codecache, "CacheBase", None), "get_local_cache_path", None)
+    if hasattr(local_cache, "cache_clear"):   # inductor's cache folder, as the zygote's environment had it
+        local_cache.cache_clear()
+
+
 def _become_worker(env: dict[str, str], fds: list[int]) -> None:
     """Set this forked child up as `python -m opgen.sandbox.worker` started with `env` and these stdin, stdout and
     stderr would be."""
@@ -114,6 +133,7 @@ def _become_worker(env: dict[str, str], fds: list[int]) -> None:
             os.close(fd)
     os.environ.clear()
     os.environ.update(env)
+    _paths_read_again()
     import torch
 
     threads = env.get("OMP_NUM_THREADS", "")

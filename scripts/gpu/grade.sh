@@ -14,6 +14,8 @@
 # Packages the image lacks travel as wheels in .whl/ (scripts/gpu/env.sh): pytest's for step 1, datasets' for a folder.
 #   3. (STEPS=throughput) solutions graded per minute per GPU (scripts/bench/grading_throughput.py): 8 solutions for
 #      each of 25 tasks of DATASET with the reference's timing reused, then 4 tasks x 2 without.
+#   confine: CUDA in a confined worker, for the whole confinement and for each of its pieces alone, and each door
+#      tried from there (scripts/gpu/confinement_probe.py), into confinement.txt and .json.
 # Figures into $OUT: grade_summary.txt and .json, grades.jsonl, pytest_gpu.txt (and figures.jsonl: what the GPU tests
 # measured, tests/conftest.py), throughput.jsonl, machine.txt.
 #   OUT=$OUT [DATASET=...] [N=100] [WORKERS=12] [STEPS="pytest reference throughput"] bash scripts/gpu/grade.sh
@@ -50,6 +52,10 @@ with open(sys.argv[2], 'w') as out:
 for step in $STEPS; do
   say "== $step (t=${SECONDS}s)"
   case $step in
+    confine)  # CUDA in a confined worker, piece by piece, and each door tried from there (one JSON line a variant)
+      timeout "$(left)" python3 -m scripts.gpu.confinement_probe --device cuda --out "$OUT/confinement.json" \
+        > "$OUT/confinement.txt" 2>&1
+      say "confinement probe rc=$?: $(tail -n 1 "$OUT/confinement.txt")" ;;
     pytest)
       if python3 -c "import pytest" 2> /dev/null; then
         # shellcheck disable=SC2086
