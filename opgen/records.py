@@ -97,6 +97,10 @@ COLUMN_REGISTRY: tuple[Column, ...] = (
     Column("timing_rechecked", _S, "timing", "why the task was timed a second time (its own evidence said the first "
                                              "timing was slowed: opgen/timing/guard.py), null when timed once; "
                                              "eager and compile each keep the faster of the two medians"),
+    Column("timed_alone", pa.bool_(), "timing", "whether the task was timed again with nothing else running on the "
+                                                "machine (the build's quiet pass for launch-bound tasks, whose time "
+                                                "follows the host's load: opgen/pipeline/quiet_pass.py); eager and "
+                                                "compile each keep the faster median"),
     Column("eager_ms_first", _F, "timing", "", published=False),   # the first eager median of a rechecked row
     Column("quiet_paused", _I, "timing", "", published=False),   # workers a recheck's quiet hold paused
     Column("memory_wait_s", _F, "timing", "", published=False),   # a retry's wait for free GPU memory

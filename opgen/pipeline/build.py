@@ -33,6 +33,8 @@ from opgen.pipeline.config import BuildConfig, BuildResult, load_reference_index
 from opgen.pipeline.executors import LocalExecutor, RayExecutor, run_jobs
 from opgen.pipeline.focus import prepare_focus, stop_if_focus_fails
 from opgen.pipeline.gpu_model import require_recorded_gpu_model
+from opgen.pipeline.quiet_pass import enabled as quiet_pass_enabled
+from opgen.pipeline.quiet_pass import pass_workers, quiet_pass
 from opgen.pipeline.report import gpu_count, kept_by_key, steady_rate, write_outputs
 from opgen.pipeline.rundir import RunDir, write_json
 from opgen.pipeline.stages import EXECUTE, SAMPLE, TIMING, timing_lanes
@@ -41,7 +43,7 @@ from opgen.records import EXECUTE_COLUMNS
 from opgen.sandbox.faults import ErrorRun
 from opgen.sandbox.gpu_memory import release_share
 from opgen.sandbox.gpus import SHARED_SLOTS_ENV, shared_slots, visible_gpu_models
-from opgen.timing.driver import recheck_reason, start_kept_pools
+from opgen.timing.driver import TimingOptions, recheck_reason, start_kept_pools, time_records
 from opgen.timing.guard import suspicions
 
 __all__ = ["Build", "BuildConfig", "BuildResult", "run_build"]
@@ -139,7 +141,8 @@ class Build:
         log.info("KernelBench: %s", resolve_reference(self.config.reference))
         if restored is not None:
             log.info("restored %d finished stages from %s", restored, self.resume_from)
-        if self.config.timing_device == "cuda":
+        if self.config.timing_device == "cuda" and quiet_pass_enabled():
+            self._quiet_pass()   # first, while nothing else runs
             self._plan_rechecks()
         self.rundir.start_clock()
         if self.save_path is not None:
@@ -165,6 +168,8 @@ class Build:
         try:
             self._rounds()
             self._drain(lambda: not self.pending)
+            if self.config.timing_device == "cuda" and quiet_pass_enabled():
+                self._quiet_pass()   # the rows this call timed, now that nothing else runs
         except MachineFault as fault:
             log.error("stopped: machine fault: %s (the candidates in flight have no verdict: a resumed build judges "
                       "them)", fault)
@@ -221,6 +226,17 @@ class Build:
         header, _ = read_state(self.resume_from)
         check_version(header, self.resume_from)
         return True
+
+    def _quiet_pass(self) -> None:
+        """The published rows whose time follows the host's, timed again with nothing else running (quiet_pass.py);
+        the state saved after each chunk."""
+        options = TimingOptions(**self.config.timing_options())
+
+        def time_alone(rows: list[dict]) -> list[dict] | None:
+            return time_records(rows, options, timeout_s=self._timing_timeout_s(), progress=False,
+                                workers_per_gpu=pass_workers(), alone=True)
+
+        quiet_pass(self.rundir, time_alone, after_chunk=self._save_state)
 
     def _plan_rechecks(self) -> None:
         """Repairs of shards timed before: a row whose timing is no verdict of the task's (`recheck_reason`: a pool's

@@ -83,7 +83,8 @@ class TimingOptions:
 def time_records(records: list[dict], options: TimingOptions | None = None, *, timeout_s: float = 600,
                  progress: bool = True, workers_per_gpu: int | None = None, cache_dir: str | None = None,
                  memory_mb: int | None = None, reuse_pools: bool = False, stop: threading.Event | None = None,
-                 lane: int = 0, guard: bool = True, recheck_only: bool = False, **option_fields) -> list[dict] | None:
+                 lane: int = 0, guard: bool = True, recheck_only: bool = False, alone: bool = False,
+                 **option_fields) -> list[dict] | None:
     """The records with the timing columns added, in input order; a task that fails keeps null timings
     and a `timing_error`. device "cpu" times on the host (one worker) so CI runs the same code.
     `options` (or its fields as keywords) say how to time; `reuse_pools` keeps each GPU's workers alive for
@@ -92,7 +93,8 @@ def time_records(records: list[dict], options: TimingOptions | None = None, *, t
     (opgen/timing/guard.py); `recheck_only` takes `records` as timed already and only applies the guard (rows
     timed before a guard rule existed, or rechecked under an older one). Once `stop` is set (the build no longer needs these
     timings) the tasks under way finish, none starts, and the call returns None. With `recheck_only`, rows whose
-    timing is no verdict yet (`recheck_reason`) are timed again first, on any device."""
+    timing is no verdict yet (`recheck_reason`) are timed again first, on any device. `alone` times each row once,
+    each timed section with the host's other sandbox workers paused (the build's quiet pass: nothing else runs)."""
     options = options or TimingOptions(**option_fields)
 
     def time_once(rows: list[dict], show: bool, quiet: bool = False) -> list[dict] | None:
@@ -100,6 +102,8 @@ def time_records(records: list[dict], options: TimingOptions | None = None, *, t
                           cache_dir=cache_dir, memory_mb=memory_mb, reuse_pools=reuse_pools, stop=stop, lane=lane,
                           quiet=quiet)
 
+    if alone:
+        return time_once(records, progress, quiet=True)
     if recheck_only:
         timed = [dict(r) for r in records]
         failed = [index for index, row in enumerate(timed) if recheck_reason(row)]

@@ -32,6 +32,8 @@
 # in the background keeps the flags it started with until MODE=stop).
 set -u
 export PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore HF_HUB_OFFLINE=1
+# the quiet pass (opgen/pipeline/quiet_pass.py): launch-bound rows timed again with nothing else running
+export OPGEN_QUIET_PASS=${OPGEN_QUIET_PASS:-1}
 OUT=${OUT:-/tmp/opgen-device}; N=${N:-6000}; SEED=${SEED:-0}; NAME=${NAME:-opgen-ops-6k}; BUILD_S=${BUILD_S:-540}
 MODE=${MODE:-once}; WAIT_S=${WAIT_S:-560}; DEVICE=${DEVICE:-cuda}; PROFILE=${PROFILE:-gpu}; DTYPE=${DTYPE:-fp32}
 RUN=${RUN:-data/$NAME-run}; STATE=${STATE:-builds/$NAME/$NAME.state}   # the committed state a fresh machine resumes
