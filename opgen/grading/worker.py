@@ -113,6 +113,7 @@ def grade_in_worker(payload: dict) -> dict:
     elif grading.result["reason"] == "exec_error" and machine_fault(grading.result["detail"]):
         grading.result["machine_suspect"] = True
     grading.result["worker_s"] = round(_PERF_COUNTER() - started, 3)
+    grading.result["phases_s"] = grading.phases(started)
     return grading.result
 
 
@@ -129,6 +130,7 @@ class Grading:
         self.atol, self.rtol = payload.get("atol"), payload.get("rtol")
         self.guard: Guard | None = None
         self.watch = watch_introspection()
+        self.marks: list[tuple[str, float]] = []   # (phase, when it ended): the grade's time, phase by phase
         self.loaded: Snapshot | None = None     # the grade's state as the solution's code first ran
         self.snapshot: Snapshot | None = None   # ... as the current stretch of the solution's code began
         self.result: dict = {"correct": False, "reason": None, "detail": None, "max_abs_error": None,
@@ -148,6 +150,7 @@ class Grading:
         self.load_task()
         if self.payload.get("derive_sizes"):
             self.derive_held_out()
+        self.mark("task")
         self.guard = Guard()            # before any of the solution runs
         # the checks as they are now, bound to this grade: a solution that replaces the classes' methods (which the
         # guard then reports) does not replace what checks it
@@ -156,13 +159,27 @@ class Grading:
         self.watch.arm(SOLUTION_FILENAME)
         self.loaded = self.snapshot = Snapshot(self)
         self.load_solution()
+        self.mark("solution")
         for config in self.configs:
             for draw in range(self.draws):
                 self.check_draw(config, draw)
+        self.mark("draws")
         if self.payload.get("timing"):
             self.time_and_recheck(self.configs[0])
+            self.mark("timing")
             if self.payload.get("breakdown"):
                 self.kernel_breakdown(self.configs[0])
+
+    def mark(self, phase: str) -> None:
+        """The end of a phase of the grade (its seconds go into the result's `phases_s`)."""
+        self.marks.append((phase, _PERF_COUNTER()))
+
+    def phases(self, started: float) -> dict[str, float]:
+        """Seconds of each phase the grade finished: the task's load, the solution's, the draws, the timing."""
+        found, previous = {}, started
+        for phase, at in self.marks:
+            found[phase], previous = round(at - previous, 3), at
+        return found
 
     # -- the task and the solution ---------------------------------------------------------------------------------
 
