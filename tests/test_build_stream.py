@@ -86,9 +86,10 @@ def test_streaming_times_every_survivor_and_reports_busy_time(streamed):
     assert rates["candidates_per_min"] == pytest.approx(60 * stats["candidates"] / rates["wall_s"], rel=0.01)
     # two execute workers, busy with candidates for part of the build's wall time
     assert rates["execute_workers"] == 2 and 0 < rates["execute_worker_share"] < 1
-    # the workers' CPU seconds over their wall seconds: the checks and timed runs here are CPU work
+    # the workers' CPU seconds over their wall seconds, counted (how near 1 they come is the machine's load: a worker
+    # sharing a core with three others gets a quarter of it, so no share below is a fact of the build)
     cores = os.cpu_count() or 1
-    assert 0.2 < rates["execute_cpu_share"] <= cores and 0.2 < rates["timing_cpu_share"] <= cores
+    assert 0 < rates["execute_cpu_share"] <= cores and 0 < rates["timing_cpu_share"] <= cores
     assert stats["timing"]["trials_histogram"] == {"10": 10}   # eager and compile of 5 tasks, 3 trials each
     # the sustained rate leaves out the time to the first published task
     assert 0 < rates["first_task_s"] < rates["invocation_s"]

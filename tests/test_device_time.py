@@ -3,6 +3,8 @@ in the sandbox worker, put on the verdict line by check, and the verdicts the sa
 
 from __future__ import annotations
 
+import time
+
 from filters.base import Filter, Verdict, judge
 from filters.execute.device_time import DeviceTimed
 from filters.execute.task_run import TaskRun
@@ -18,30 +20,63 @@ STOCHASTIC = TASK.replace("return torch.relu(self.linear(x)) * 2.0",
 
 
 class _Matmuls(Filter):
-    """A check whose device work is `count` products of two 384 x 384 matrices of `dtype`."""
+    """A check whose device work is `count` products of two 384 x 384 matrices of `dtype` and their tanh (the matrix
+    drawn beforehand: its profile holds those operators alone); it keeps its own wall seconds."""
 
     def __init__(self, name: str, count: int, dtype: str = "float32"):
-        self.name, self.count, self.dtype = name, count, dtype
-
-    def filter(self, run: TaskRun) -> Verdict:
         import torch
 
-        a = torch.randn(384, 384, dtype=getattr(torch, self.dtype))
+        self.name, self.count = name, count
+        self.matrix = torch.randn(384, 384, dtype=getattr(torch, dtype))
+        self.wall_s = 0.0
+
+    def filter(self, run: TaskRun) -> Verdict:
+        started = time.perf_counter()
+        a = self.matrix
         for _ in range(self.count):
             a = (a @ a).tanh()
+        self.wall_s = time.perf_counter() - started
         return Verdict.ok()
 
 
-def test_each_check_s_device_seconds_follow_its_work():
+class _HostOnly(_Matmuls):
+    """A check with host work alone (Python arithmetic, no torch operator) between two checks with device work."""
+
+    def filter(self, run: TaskRun) -> Verdict:
+        started = time.perf_counter()
+        sum(range(200_000))
+        self.wall_s = time.perf_counter() - started
+        return Verdict.ok()
+
+
+def test_each_check_s_device_seconds_follow_its_work(monkeypatch):
+    """Each check's figure is its own work's: its profile holds its own products and no other check's (counted, which
+    no load can change), its seconds are some of its own wall seconds, a check with no device work gets none, and the
+    float64 share is the float64 check's alone. (Which of two checks reads more seconds is no test: on a loaded
+    machine a 2-product check once read 0.047 s against a 40-product one's 0.037.)"""
+    from filters.execute import device_time
+
+    products: list[int] = []   # the matrix products in each check's profile, in the order the checks ran
+    profiled = device_time.profiled_total_us
+
+    def counting(prof, device: str) -> float:
+        products.append(sum(event.name == "aten::mm" for event in prof.events()))
+        return profiled(prof, device)
+
+    monkeypatch.setattr(device_time, "profiled_total_us", counting)
     run = TaskRun(code="", name="t")
-    checks = [_Matmuls("light", 2), _Matmuls("heavy", 40), _Matmuls("float64", 20, "float64")]
+    checks = [_Matmuls("light", 2), _HostOnly("host", 0), _Matmuls("heavy", 40), _Matmuls("float64", 20, "float64")]
     assert judge(run, [DeviceTimed(check) for check in checks]).keep
-    assert set(run.device_s_by_check) == set(run.float64_device_s_by_check) == {"light", "heavy", "float64"}
-    assert 0 < run.device_s_by_check["light"] < run.device_s_by_check["heavy"]
+    names = [check.name for check in checks]
+    assert list(run.device_s_by_check) == list(run.float64_device_s_by_check) == names
+    assert dict(zip(names, products)) == {"light": 2, "host": 0, "heavy": 40, "float64": 20}
+    seconds = run.device_s_by_check
+    assert seconds["host"] == 0 and all(seconds[name] > 0 for name in ("light", "heavy", "float64"))
+    # the operators' seconds lie inside the check's own (a figure is rounded to 0.1 ms)
+    assert all(seconds[check.name] <= check.wall_s + 5e-5 for check in checks), (seconds, [c.wall_s for c in checks])
     # the float64 share: none of the float32 checks' work, most of the float64 one's (its products and tanh)
-    assert run.float64_device_s_by_check["heavy"] == 0
-    assert 0.5 * run.device_s_by_check["float64"] < run.float64_device_s_by_check["float64"]
-    assert run.float64_device_s_by_check["float64"] <= run.device_s_by_check["float64"]
+    assert run.float64_device_s_by_check["light"] == run.float64_device_s_by_check["heavy"] == 0
+    assert 0.5 * seconds["float64"] < run.float64_device_s_by_check["float64"] <= seconds["float64"]
 
 
 def test_the_verdict_line_says_each_check_s_device_seconds_and_the_verdicts_do_not_change():

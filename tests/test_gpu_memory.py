@@ -36,15 +36,26 @@ def test_the_wait_ends_as_soon_as_the_memory_is_free():
     assert next(free) == 9_000   # polled no further than the first reading that fit
 
 
-def test_the_wait_is_bounded_and_says_so():
+def test_the_wait_is_bounded_and_says_so(monkeypatch):
+    """The wait reads a clock that its naps move (POLL_S each), so the bound is exact, however loaded the machine."""
+    from types import SimpleNamespace
+
+    clock = SimpleNamespace(now=0.0)
+    monkeypatch.setattr(gpu_memory, "time", SimpleNamespace(perf_counter=lambda: clock.now))
     polls = []
 
     def crowded() -> float:
-        polls.append(1)
+        polls.append(clock.now)
         return 100.0
 
-    waited = wait_for_free_memory(4_096, max_wait_s=0.3, free_mb=crowded)
-    assert waited["memory_waited_out"] is True and 0.3 <= waited["memory_wait_s"] < 5 and len(polls) >= 3
+    def nap(seconds: float) -> None:
+        clock.now += seconds
+
+    waited = wait_for_free_memory(4_096, max_wait_s=0.3, free_mb=crowded, sleep=nap)
+    # polled every POLL_S until the bound had passed, then no more
+    assert polls == pytest.approx([i * gpu_memory.POLL_S for i in range(len(polls))])
+    assert polls[-2] < 0.3 <= polls[-1] + 1e-9
+    assert waited == {"memory_wait_s": round(polls[-1], 3), "memory_waited_out": True}
 
 
 @pytest.mark.parametrize("payload", [{"bytes_moved": 2**30}, {"bytes_moved": 2**30, "memory_wait": False}])

@@ -43,10 +43,11 @@ def own_registry(tmp_path, monkeypatch):
 
 def test_the_other_workers_stop_inside_and_go_on_after(tmp_path):
     """Stopped inside, going on after; one timing on another GPU left alone; the switch when the holder is late."""
-    counter = tmp_path / "count"
+    counter, done = tmp_path / "count", tmp_path / "done"
     with SandboxPool(workers=1, timeout_s=60.0, memory_mb=1024) as pool:
-        busy = threading.Thread(target=pool.run_many, args=(f"{HELPERS}:count_into",
-                                                            [{"path": str(counter), "seconds": 6.0}]))
+        # the worker counts until the test is done with it, however long its steps take on this machine
+        busy = threading.Thread(target=pool.run_many, args=(f"{HELPERS}:count_into", [
+            {"path": str(counter), "until": str(done), "seconds": 50.0}]))
         busy.start()
         try:
             while not counter.exists():
@@ -69,6 +70,7 @@ def test_the_other_workers_stop_inside_and_go_on_after(tmp_path):
                 time.sleep(0.6)
                 assert _advances(counter)
         finally:
+            done.touch()
             busy.join()
 
 

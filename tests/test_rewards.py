@@ -84,7 +84,13 @@ def test_a_batch_of_completions_as_trl_passes_them(kernel_builds):
         fenced("import os\nos._exit(1)\nclass ModelNew: pass"),          # what the sandbox forbids
         fenced(hang),                                                    # hangs: past the time limit
     ]
-    reward = opgen.reward_function(device="cpu", timeout_s=6, extensions_dir=str(kernel_builds))
+    # The time limit, which the hanging completion waits out and the honest ones must finish inside: ten times an
+    # honest grade's seconds in its worker here (0.6-0.9 s on a fast CPU, several times that on a slow or loaded one),
+    # 6 s at least
+    honest = opgen.grade(solution_code=HONEST, task_code=LINEAR, device="cpu", extensions_dir=str(kernel_builds))
+    assert honest["reason"] == "ok", honest
+    limit = max(6.0, 10 * honest["worker_s"])
+    reward = opgen.reward_function(device="cpu", timeout_s=limit, extensions_dir=str(kernel_builds))
     assert reward.__name__ == "opgen_reward"   # TRL logs a reward function by its name
     n = len(completions)
     rewards = reward(prompts=["p"] * n, completions=completions, code=[LINEAR] * n, id=[f"t{i}" for i in range(n)],

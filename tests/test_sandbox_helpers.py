@@ -116,11 +116,12 @@ def drop_cycle(payload: dict) -> dict:
 
 
 def count_into(payload: dict) -> dict:
-    """Write a growing count into a file every few milliseconds for `seconds` (a worker busy on the host)."""
+    """Write a growing count into a file every few milliseconds (a worker busy on the host) until the file `until`
+    exists, `seconds` at most."""
     import time
 
     path, deadline, count = payload["path"], time.monotonic() + payload["seconds"], 0
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and not os.path.exists(payload["until"]):
         count += 1
         with open(path + ".tmp", "w") as handle:
             handle.write(str(count))

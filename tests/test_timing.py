@@ -278,9 +278,10 @@ def test_a_timing_retry_without_a_measured_peak_waits_for_the_failed_allocation_
 
 def test_untimed_warm_ups_take_as_many_calls_a_hold_as_fit_in_a_short_hold(tmp_path, monkeypatch):
     """A call per hold of the GPU's lock made short tasks queue for it once a call; a slow task still gives the lock
-    up after every call."""
+    up after every call. The warm-up reads a clock that moves only by what each call says it took, so how fast this
+    machine runs a call decides nothing."""
     import contextlib
-    import time
+    from types import SimpleNamespace
 
     from opgen.timing import measure
 
@@ -291,17 +292,26 @@ def test_untimed_warm_ups_take_as_many_calls_a_hold_as_fit_in_a_short_hold(tmp_p
         holds.append(shared)
         yield
 
+    clock = SimpleNamespace(now=0.0)
     monkeypatch.setattr(measure, "gpu_lock", counting_lock)
+    monkeypatch.setattr(measure, "time", SimpleNamespace(perf_counter=lambda: clock.now))
     calls = []
-    measure._warm_up_in_short_holds(torch, lambda x: calls.append(x), [1], 8, str(tmp_path / "gpu.lock"))
+
+    def taking(seconds: float):
+        def call(x):
+            calls.append(x)
+            clock.now += seconds
+        return call
+
+    measure._warm_up_in_short_holds(torch, taking(1e-4), [1], 8, str(tmp_path / "gpu.lock"))
     assert len(calls) == 8 and holds == [True, True]   # the first call alone, then the other 7 in one hold
     holds.clear()
     slow = measure.WARMUP_HOLD_MS / 1e3 * 1.5
-    measure._warm_up_in_short_holds(torch, lambda x: time.sleep(slow), [1], 3, str(tmp_path / "gpu.lock"))
+    measure._warm_up_in_short_holds(torch, taking(slow), [1], 3, str(tmp_path / "gpu.lock"))
     assert holds == [True, True, True]
     holds.clear()
     monkeypatch.setenv(measure.WARMUP_HOLD_ENV, str(measure.WARMUP_HOLD_MS * 10))   # longer holds: fewer of them
-    measure._warm_up_in_short_holds(torch, lambda x: time.sleep(slow), [1], 3, str(tmp_path / "gpu.lock"))
+    measure._warm_up_in_short_holds(torch, taking(slow), [1], 3, str(tmp_path / "gpu.lock"))
     assert holds == [True, True]
 
 

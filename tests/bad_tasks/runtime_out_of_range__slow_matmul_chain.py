@@ -8,7 +8,7 @@ class Model(nn.Module):
         self.w = nn.Parameter(torch.randn(1024, 1024) / 32)
 
     def forward(self, x):
-        for _ in range(7):   # ~2x the 150 ms window on one core (about 300 ms), so a faster machine still rejects it
+        for _ in range(7):   # 300 ms on one core of the dev machine; the test's window comes from it
             x = torch.tanh(x @ self.w)
         return x
 
