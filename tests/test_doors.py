@@ -208,6 +208,36 @@ def test_a_listener_receives_nothing_and_a_solution_that_needs_the_network_fails
     assert listener.received == []
 
 
+def sockets_as_cuda_uses_them(payload: dict) -> dict:
+    """Inside a worker: bind and listen on a local socket of its own, as CUDA's start does, then connect to a Unix
+    socket the test listens on and open a TCP socket."""
+    def attempt(action) -> str:
+        try:
+            action()
+            return "allowed"
+        except OSError as error:
+            return type(error).__name__
+
+    own = socket.socket(socket.AF_UNIX)
+    bound = attempt(lambda: (own.bind(f"\0opgen-test-{os.getpid()}"), own.listen()))
+    client = socket.socket(socket.AF_UNIX)
+    return {"bind and listen": bound, "connect": attempt(lambda: client.connect(payload["unix"])),
+            "tcp": attempt(lambda: socket.socket(socket.AF_INET).close())}
+
+
+def test_a_confined_worker_binds_its_own_socket_but_reaches_no_other(listener):
+    """CUDA's start binds a socket of its own (and fails when that is refused); a connect finds nothing, as if no
+    socket were there (what CUDA meets where no MPS server runs), and no other family of socket opens."""
+    from opgen.sandbox.pool import SandboxPool
+
+    with SandboxPool(1, 60, None, confined=True) as pool:
+        [result] = pool.run_many(f"{__name__}:sockets_as_cuda_uses_them", [{"unix": listener.unix_path}])
+    assert result.status == "ok", result.detail
+    assert result.value == {"bind and listen": "allowed", "connect": "FileNotFoundError", "tcp": "PermissionError"}
+    time.sleep(0.2)
+    assert listener.received == []
+
+
 # --- processes -----------------------------------------------------------------------------------------------------
 
 DAEMON = '''

@@ -116,3 +116,57 @@ def test_a_solution_cannot_plant_a_file_in_the_grader_package(target):
         assert not module.exists()
     finally:
         module.unlink(missing_ok=True)
+
+
+def move_between_folders(payload: dict) -> str:
+    """Inside a worker: move a file from one folder of its scratch to another, as Triton's cache does (it compiles
+    into a temporary folder, then moves the result into place)."""
+    root = Path(tempfile.mkdtemp())
+    (root / "built").mkdir()
+    (root / "cache").mkdir()
+    (root / "built" / "kernel.so").write_bytes(b"\0")
+    try:
+        os.replace(root / "built" / "kernel.so", root / "cache" / "kernel.so")
+        return "moved"
+    except OSError as error:
+        return f"{type(error).__name__}: {error}"
+
+
+@pytest.mark.parametrize("skip", ["", "writes"])
+def test_a_confined_worker_moves_files_between_its_folders(skip, monkeypatch):
+    """Landlock refuses a move to another folder (EXDEV) under any ruleset that grants it nowhere, reads alone
+    included: the confinement grants it where the worker may write, and everywhere when its writes are not confined."""
+    from opgen.sandbox.confine import SKIP_ENV
+
+    monkeypatch.setenv(SKIP_ENV, skip)
+    with SandboxPool(1, 60, None, confined=True) as pool:
+        [result] = pool.run_many(f"{__name__}:move_between_folders", [{}])
+    assert (result.status, result.value) == ("ok", "moved"), result.detail
+
+
+def name_a_thread(payload: dict) -> str:
+    """Inside a worker: name another of its threads through /proc, as CUDA's start does (pthread_setname_np from the
+    thread that made it), and try the same on its parent's main thread."""
+    import threading
+
+    ready, done = threading.Event(), threading.Event()
+    thread = threading.Thread(target=lambda: (ready.set(), done.wait(10)))
+    thread.start()
+    ready.wait(10)
+    try:
+        with open(f"/proc/self/task/{thread.native_id}/comm", "w") as comm:
+            comm.write("cuda-EvtHandlr")
+        own = open(f"/proc/self/task/{thread.native_id}/comm").read().strip()
+    except OSError as error:
+        own = f"{type(error).__name__}: {error}"
+    finally:
+        done.set()
+        thread.join()
+    return {"own thread": own, "parent": _attempt(lambda: open(f"/proc/{os.getppid()}/comm", "w").close())}
+
+
+def test_a_confined_worker_names_its_own_threads_and_no_other_process_s():
+    with SandboxPool(1, 60, None, confined=True) as pool:
+        [result] = pool.run_many(f"{__name__}:name_a_thread", [{}])
+    assert result.status == "ok", result.detail
+    assert result.value == {"own thread": "cuda-EvtHandlr", "parent": "refused"}

@@ -3,8 +3,10 @@ holds however the code spells its calls (computed attribute names, `sys.modules`
 
 - a seccomp filter (`filter_program`): signals only to the worker itself and its own process group, so a solution
   cannot kill or stop the grader or the trainer (`kill(getppid(), SIGKILL)`, `kill(-1, ...)`); no ptrace and no
-  reads or writes of another process's memory; no network: sockets of the local (AF_UNIX) family alone, and no
-  `connect`, `bind`, `listen` or `accept` on any, nor io_uring (which could make them);
+  reads or writes of another process's memory; no network: sockets of the local (AF_UNIX) family alone, `connect`
+  answered "no such file" whatever the address (as if nothing listened anywhere), and no io_uring (which could make
+  sockets in their place). A socket may still `bind`, `listen` and `accept`: CUDA's start binds a local socket of its
+  own (`@cuda-uvmfd-...`) and fails when that is refused, and with `connect` refused nothing can reach it;
 - Landlock (opgen/sandbox/landlock.py): files written only beneath the worker's scratch and the folders its pool
   names, and read only from the system and Python's folders, not the user's home, the temporary folder or other
   processes' `/proc` entries (a grader's `environ` there);
@@ -53,18 +55,21 @@ _REFUSED = {
     "aarch64": {"tkill": 130, "pidfd_send_signal": 424, "pidfd_getfd": 438, "ptrace": 117, "process_vm_writev": 271,
                 "process_vm_readv": 270},
 }
-# ... and the network's: a socket reaches nothing without these (io_uring could connect or accept in their place).
+# ... and the network's: a socket reaches nothing without `connect` (io_uring could connect in its place).
 _NETWORK_REFUSED = {
-    "x86_64": {"connect": 42, "accept": 43, "bind": 49, "listen": 50, "accept4": 288, "io_uring_setup": 425,
-               "io_uring_enter": 426, "io_uring_register": 427},
-    "aarch64": {"bind": 200, "listen": 201, "accept": 202, "connect": 203, "accept4": 242, "io_uring_setup": 425,
-                "io_uring_enter": 426, "io_uring_register": 427},
+    "x86_64": {"connect": 42, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427},
+    "aarch64": {"connect": 203, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427},
 }
 _AF_UNIX = 1
+# What a refused `connect` answers: "no such file", what a client meets where no server runs. CUDA's start tries to
+# connect to the MPS control socket (/tmp/nvidia-mps/control) and goes on without MPS on that answer. The filter cannot
+# read the address, so every connect gets it.
+CONNECT_ERRNO = errno.ENOENT
 _X32_SYSCALL_BIT = 0x40000000
 
 _LD_W_ABS, _JEQ_K, _JGE_K, _RET_K = 0x20, 0x15, 0x35, 0x06
-_RET_ALLOW, _RET_EPERM = 0x7FFF0000, 0x00050000 | errno.EPERM
+_RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
+_RET_EPERM = _RET_ERRNO | errno.EPERM
 _PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 38, 22, 2
 _PR_CAPBSET_DROP, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
 _NR_OFFSET, _ARCH_OFFSET, _ARG0_OFFSET = 0, 4, 16   # struct seccomp_data (the first argument's low word)
@@ -76,13 +81,14 @@ def machine() -> str | None:
     return {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}.get(name)
 
 
-def filter_program(machine: str, pid: int, signals: bool = True,
-                   network: bool = True) -> list[tuple[int, int, int, int]]:
+def filter_program(machine: str, pid: int, signals: bool = True, network: bool = True,
+                   connect_errno: int = CONNECT_ERRNO) -> list[tuple[int, int, int, int]]:
     """The BPF program, as (code, jump if true, jump if false, k) instructions: calls of another architecture or
     ABI refused; with `signals`, the signalling calls allowed only towards `pid`, its process group (-pid) or the
     caller's own group (0), and the calls that reach into another process refused; with `network`, sockets of the
-    AF_UNIX family alone and the network's calls refused; everything else allowed."""
+    AF_UNIX family alone and the network's calls refused (`connect` with `connect_errno`); everything else allowed."""
     refused = {**(_REFUSED[machine] if signals else {}), **(_NETWORK_REFUSED[machine] if network else {})}
+    connect = refused.pop("connect", None) if connect_errno != errno.EPERM else None
     checks = []   # (syscall numbers, the first argument's values that are allowed)
     if signals:
         checks.append((sorted(_SIGNALLING[machine].values()), (pid, 0, (-pid) & 0xFFFFFFFF)))
@@ -92,6 +98,8 @@ def filter_program(machine: str, pid: int, signals: bool = True,
     program: list = [(_LD_W_ABS, 0, 0, _ARCH_OFFSET), ("arch", _AUDIT_ARCH[machine]), (_LD_W_ABS, 0, 0, _NR_OFFSET),
                      ("x32", _X32_SYSCALL_BIT)]
     program += [("jump", "refuse", number) for number in sorted(refused.values())]
+    if connect is not None:
+        program.append(("jump", "refuse connect", connect))
     for index, (numbers, _) in enumerate(checks):
         program += [("jump", f"check{index}", number) for number in numbers]
     program.append((_RET_K, 0, 0, _RET_ALLOW))   # any other call
@@ -101,6 +109,8 @@ def filter_program(machine: str, pid: int, signals: bool = True,
         program += [("jump", "allow", value) for value in allowed]
         program.append((_RET_K, 0, 0, _RET_EPERM))
     program += ["allow", (_RET_K, 0, 0, _RET_ALLOW), "refuse", (_RET_K, 0, 0, _RET_EPERM)]
+    if connect is not None:
+        program += ["refuse connect", (_RET_K, 0, 0, _RET_ERRNO | connect_errno)]
     return _resolved(program)
 
 
@@ -134,12 +144,12 @@ def _libc():
     return libc
 
 
-def install_filter(signals: bool = True, network: bool = True) -> bool:
+def install_filter(signals: bool = True, network: bool = True, connect_errno: int = CONNECT_ERRNO) -> bool:
     """Install the filter on this process (its threads and children inherit it); whether it could."""
     arch, libc = machine(), _libc()
     if arch is None or libc is None or not (signals or network):
         return False
-    program = filter_program(arch, os.getpid(), signals, network)
+    program = filter_program(arch, os.getpid(), signals, network, connect_errno)
     packed = b"".join(struct.pack("HBBI", *instruction) for instruction in program)
     instructions = ctypes.create_string_buffer(packed, len(packed))
 
@@ -215,21 +225,27 @@ def skipped_pieces(environ=None) -> set[str]:
     return {piece.strip() for piece in env.get(SKIP_ENV, "").split(",") if piece.strip() in PIECES}
 
 
-def confine_if_asked() -> dict[str, bool]:
-    """In a worker: confine it when its environment asks (CONFINE_ENV); which pieces hold (PIECES). Capabilities go
-    first (dropping them needs the others' leave), the filter last (it would refuse Landlock's own calls nothing)."""
+def confine(pieces: set[str], file_mb: int | None = None, writable: list | None = None,
+            connect_errno: int = CONNECT_ERRNO) -> dict[str, bool]:
+    """Confine this process with `pieces` (of PIECES; "processes", the keeper, is the worker's to start) and say which
+    hold. Capabilities go first (dropping them needs the others' leave), the filter last (it would refuse Landlock's
+    own calls nothing). `writable` replaces the folders Landlock lets it write beneath (landlock.writable_folders)."""
     held = dict.fromkeys(PIECES, False)
-    if os.environ.get(CONFINE_ENV) != "1":
-        return held
-    skip = skipped_pieces()
-    megabytes = os.environ.get(FILE_LIMIT_ENV, "")
-    if "file_size" not in skip and megabytes.isdigit():
-        held["file_size"] = limit_file_size(int(megabytes))
-    files = confine_files(writes="writes" not in skip, reads="reads" not in skip)
-    held.update(files)
-    if "capabilities" not in skip:
+    if "file_size" in pieces and file_mb is not None:
+        held["file_size"] = limit_file_size(file_mb)
+    held.update(confine_files(writes="writes" in pieces, reads="reads" in pieces, writable=writable))
+    if "capabilities" in pieces:
         held["capabilities"] = drop_capabilities()
-    signals, network = "signals" not in skip, "network" not in skip
-    if install_filter(signals, network):
+    signals, network = "signals" in pieces, "network" in pieces
+    if install_filter(signals, network, connect_errno):
         held.update(signals=signals, network=network)
     return held
+
+
+def confine_if_asked() -> dict[str, bool]:
+    """In a worker: confine it when its environment asks (CONFINE_ENV), with every piece but the skipped ones; which
+    pieces hold (PIECES)."""
+    if os.environ.get(CONFINE_ENV) != "1":
+        return dict.fromkeys(PIECES, False)
+    megabytes = os.environ.get(FILE_LIMIT_ENV, "")
+    return confine(set(PIECES) - skipped_pieces(), int(megabytes) if megabytes.isdigit() else None)

@@ -1,5 +1,6 @@
 """Confine a solution worker's files with Landlock: it (and its children) may create, write, rename or delete files
-only beneath its scratch folder and the folders its pool names (and write to the device files: the GPUs, /dev/null),
+only beneath its scratch folder and the folders its pool names (and write to the device files, the GPUs and
+/dev/null, and to its own process's /proc entries),
 so a solution cannot rewrite the grader's source, the dataset it is graded against, the compile caches a reference
 uses or another grade's scratch; and it may read everything but the user's home, the temporary folders and
 `/proc`, where only its own process's entries and the system's (cpuinfo, the driver's) stay readable, so it cannot
@@ -196,6 +197,11 @@ def confine_files(writes: bool = True, reads: bool = True, writable: list[Path] 
     if abi < 1:
         return held
     handled = (write_rights(abi) if writes else 0) | (_READS if reads else 0)
+    if abi >= 2:
+        # REFER (moving a file to another folder) is refused by any ruleset of ABI 2 and later unless a rule grants
+        # it, handled or not: a ruleset for reads alone grants it everywhere (the moves Triton's cache makes within
+        # the scratch once failed with EXDEV), as Landlock still refuses a move that would make a file more readable
+        handled |= _REFER
     attr = ctypes.create_string_buffer(struct.pack("=Q", handled), 8)   # the file-system field alone: every ABI's
     ruleset_fd = libc.syscall(_CREATE_RULESET, attr, ctypes.c_size_t(8), ctypes.c_uint32(0))
     if ruleset_fd < 0:
@@ -208,6 +214,12 @@ def confine_files(writes: bool = True, reads: bool = True, writable: list[Path] 
             _allow(libc, ruleset_fd, folder, handled)
         for device in _device_files():
             _allow(libc, ruleset_fd, device, handled)
+        if writes:
+            # its own /proc entries: CUDA's start names its threads through /proc/self/task/<tid>/comm (opened for
+            # writing, truncated) and fails when that is refused; these files change nothing but this process
+            _allow(libc, ruleset_fd, Path("/proc/self"), _WRITE_FILE | (_TRUNCATE if abi >= 3 else 0))
+        if not writes and abi >= 2:
+            _allow(libc, ruleset_fd, Path("/"), _REFER)
         if reads:
             hidden = [*hidden_folders(), Path("/proc")]
             for path in [*read_rules(hidden, needed_folders()), *_proc_rules()]:

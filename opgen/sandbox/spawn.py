@@ -38,7 +38,7 @@ IMPORT_TIME_PREFIXES = ("TORCH", "PYTORCH", "OMP_", "KMP_", "GOMP_", "MKL_", "OP
                         "TRITON", "LD_", "PYTHON", "MALLOC", "ATEN_", "DNNL_", "ONEDNN_", "HOME", "XDG_", "TMPDIR")
 THREAD_COUNTS = {"OMP_NUM_THREADS", "MKL_NUM_THREADS"}
 # ... nor, for confined workers, on their own folders (each one's scratch: opgen/sandbox/scratch.py): their zygote is
-# started without them, and a forked worker reads them again (zygote.py, `_paths_read_again`)
+# started without them, and a forked worker reads them again (zygote.py, `paths_read_again`)
 SCRATCH_NAMES = set(SCRATCH_VARIABLES) | {SCRATCH_ENV}
 
 

@@ -104,7 +104,7 @@ def _reap(control: socket.socket) -> None:
         _send(control, {"exited": pid, "code": os.waitstatus_to_exitcode(status)})
 
 
-def _paths_read_again() -> None:
+def paths_read_again() -> None:
     """The paths the preloaded modules took from the zygote's environment, taken again from the worker's: the
     temporary folder (a confined worker's is its own scratch), inductor's precompiled-header folder beneath it, and
     inductor's cache folder."""
@@ -133,7 +133,7 @@ def _become_worker(env: dict[str, str], fds: list[int]) -> None:
             os.close(fd)
     os.environ.clear()
     os.environ.update(env)
-    _paths_read_again()
+    paths_read_again()
     import torch
 
     threads = env.get("OMP_NUM_THREADS", "")
