@@ -39,8 +39,10 @@ def test_each_result_says_how_long_its_worker_had_it_and_how_much_cpu_it_used():
     with _pool(workers=1) as pool:
         quick, slow, busy, failed = pool.run_many(_fn("dispatch"), [{"fn": "echo"}, {"fn": "slow_echo"},
                                                                      {"fn": "spin"}, {"fn": "python_loop"}])
-    assert 0 < quick.seconds < 0.5 <= slow.seconds < 3.0 and 0.5 <= busy.seconds < 3.0
-    assert slow.cpu_s < 0.2 < 0.4 < busy.cpu_s   # sleeping is not working
+    # by the clock: at least the sleep and the CPU time (a loaded machine only adds); no bound above but the limit's
+    assert (quick.status, slow.status, busy.status) == ("ok", "ok", "ok")
+    assert 0 < quick.seconds < slow.seconds and slow.seconds >= 0.5 and busy.seconds >= busy.cpu_s
+    assert slow.cpu_s < 0.2 < busy.cpu_s   # sleeping is not working; the spin's 0.3 s of CPU time are counted
     assert failed.status == "timeout" and failed.seconds >= 3.0 and failed.cpu_s == 0.0
 
 
