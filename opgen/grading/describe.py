@@ -28,8 +28,8 @@ def describe_in_worker(payload: dict) -> dict:
     shapes read on the meta device (no memory, no kernels)."""
     import torch
 
-    from opgen.grading.configs import draw_config
-    from opgen.grading.worker import Grading, Verdict
+    from opgen.grading.beside_solution.configs import draw_config
+    from opgen.grading.beside_solution.worker import Grading, Verdict
     from opgen.sandbox.task import build_model, flatten_output
 
     grading = Grading(payload)

@@ -19,8 +19,8 @@ from collections.abc import Callable
 
 import torch
 
-from opgen.grading.breakdown import kernel_breakdown
-from opgen.grading.compare import (
+from opgen.grading.beside_solution.breakdown import kernel_breakdown
+from opgen.grading.beside_solution.compare import (
     Comparison,
     OutputFormatError,
     aliased_input,
@@ -30,15 +30,15 @@ from opgen.grading.compare import (
     output_tensors,
     same_bits,
 )
-from opgen.grading.configs import InputConfig, config_from, draw_config
-from opgen.grading.extension_worker import keyed_builds
-from opgen.grading.guard import Guard, Settings
-from opgen.grading.integrity import Snapshot
-from opgen.grading.introspection import SOLUTION_FILENAME, SOLUTION_MODULE
-from opgen.grading.introspection import install as watch_introspection
-from opgen.grading.kernels_only import KernelsOnly
-from opgen.grading.leftovers import Baseline, signals_held
-from opgen.grading.timing import timed_calls
+from opgen.grading.beside_solution.configs import InputConfig, config_from, draw_config
+from opgen.grading.beside_solution.extension_worker import keyed_builds
+from opgen.grading.beside_solution.guard import Guard, Settings
+from opgen.grading.beside_solution.integrity import Snapshot
+from opgen.grading.beside_solution.introspection import SOLUTION_FILENAME, SOLUTION_MODULE
+from opgen.grading.beside_solution.introspection import install as watch_introspection
+from opgen.grading.beside_solution.kernels_only import KernelsOnly
+from opgen.grading.beside_solution.leftovers import Baseline, signals_held
+from opgen.grading.beside_solution.timing import timed_calls
 from opgen.heldout.derive import candidate_configs
 from opgen.sandbox.faults import machine_fault
 from opgen.sandbox.gpus import (
