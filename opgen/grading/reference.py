@@ -8,7 +8,7 @@ import hashlib
 import json
 from collections import OrderedDict
 
-from opgen.grading.beside_solution.worker import speedups
+from opgen.grading.beside_solution.figures import speedups
 from opgen.sandbox.faults import machine_fault
 from opgen.sandbox.gpus import gpu_slot_envs, visible_gpu_models
 from opgen.sandbox.pool import KeptPools, SandboxPool

@@ -19,6 +19,7 @@ GUARDED_MODULES = (
     "opgen.sandbox.task", "opgen.timing.trials", "opgen.grading.beside_solution.compare",
     "opgen.grading.beside_solution.configs", "opgen.grading.beside_solution.guard",
     "opgen.grading.beside_solution.timing", "opgen.grading.beside_solution.worker",
+    "opgen.grading.beside_solution.solution", "opgen.grading.beside_solution.figures",
     "opgen.grading.beside_solution.integrity", "opgen.grading.beside_solution.introspection",
     "opgen.grading.beside_solution.leftovers",
 )
