@@ -14,13 +14,13 @@ import pytest
 
 import opgen
 from opgen.cli import main
-from opgen.grading.guard import Settings
-from opgen.grading.integrity import Snapshot
+from opgen.grading.beside_solution.guard import Settings
+from opgen.grading.beside_solution.integrity import Snapshot
+from opgen.grading.beside_solution.worker import Grading
 from opgen.grading.run import GradeOptions, grade_task, payload_for
 from opgen.grading.scan import static_verdict
 from opgen.grading.summary import summarize_grades
 from opgen.grading.tasks import reference_solution
-from opgen.grading.worker import Grading
 
 CORPUS = Path(__file__).parent / "grade_corpus"
 TASKS = CORPUS / "tasks"

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 import opgen
+from opgen.grading.beside_solution.kernels_only import classify
 from opgen.grading.extensions import _compile_pool, needs_compile
-from opgen.grading.kernels_only import classify
 from opgen.grading.run import GradeOptions
 from opgen.grading.scan import static_verdict
 from opgen.grading.tasks import reference_solution
@@ -84,7 +84,7 @@ def test_a_compile_error_is_its_own_verdict_and_never_reaches_a_grading_worker(k
 def test_record_function_cannot_be_switched_off_where_the_watch_runs():
     import torch
 
-    import opgen.grading.kernels_only  # noqa: F401 - replaces the switch as the grading worker imports it
+    import opgen.grading.beside_solution.kernels_only  # noqa: F401 - replaces the switch as the grading worker imports it
 
     with pytest.raises(PermissionError, match="RecordFunction"):
         torch.autograd._enable_record_function(False)
@@ -100,7 +100,7 @@ def test_the_watch_sees_a_thread_s_operators_and_data_handed_to_python(road):
 
     import torch
 
-    from opgen.grading.kernels_only import KernelsOnly
+    from opgen.grading.beside_solution.kernels_only import KernelsOnly
 
     x, w = torch.randn(4, 8), torch.randn(8, 8)
 

@@ -18,12 +18,18 @@ LAYERS = {
     "opgen.taskcode": 1, "opgen.vocab": 1,
     "opgen.sandbox": 2, "kernels_ref": 2,
     "opgen.sample": 3, "opgen.mining": 3, "filters": 3, "opgen.timing": 3, "opgen.publish": 3,
-    "opgen.pipeline": 4, "opgen.grading": 4, "opgen.heldout": 4, "opgen.analysis": 4,
+    "opgen.pipeline": 4, "opgen.grading": 4, "opgen.grading.beside_solution": 4, "opgen.heldout": 4,
+    "opgen.analysis": 4,
     "opgen.agent": 5, "opgen.commands": 5, "opgen.cli": 5, "opgen.__main__": 5, "opgen": 5,
 }
 NEVER = {"filters": ("opgen.pipeline", "opgen.timing", "opgen.commands", "opgen.cli"),
          "kernels_ref": ("opgen.pipeline", "opgen.timing", "opgen.commands", "opgen.cli", "filters"),
-         "opgen.grading": ("opgen.commands", "opgen.cli", "opgen.agent")}
+         "opgen.grading": ("opgen.commands", "opgen.cli", "opgen.agent"),
+         "opgen.grading.beside_solution": ("opgen.grading", "opgen.commands", "opgen.cli", "opgen.agent")}
+# What the grader's process takes from the code that runs beside a solution: the entry points' paths (the package's
+# `*_FUNCTION` names) and the two pure helpers of the payload and the verdict line.
+WORKER_SIDE = "opgen.grading.beside_solution"
+WORKER_SIDE_DOORS = (f"{WORKER_SIDE}.configs", f"{WORKER_SIDE}.figures")
 
 
 def unit_of(module: str) -> str | None:
@@ -86,6 +92,25 @@ def test_the_grader_does_not_depend_on_the_command_layer():
     into_commands = [f"{s} imports {t}" for s, t, su, tu in edges()
                      if su == "opgen.grading" and tu in ("opgen.commands", "opgen.cli", "opgen.agent")]
     assert not into_commands, "\n".join(into_commands)
+
+
+def test_the_worker_side_imports_nothing_of_the_graders_side():
+    """Code that shares a process with the solution never imports the grader's own modules (run, api, rewards, ...):
+    the arrows between the two sides point one way, from the grader to the worker's entry points."""
+    assert unit_of(f"{WORKER_SIDE}.worker") == WORKER_SIDE and unit_of("opgen.grading.run") == "opgen.grading"
+    back = [f"{s} imports {t}" for s, t, su, tu in edges() if su == WORKER_SIDE and tu == "opgen.grading"]
+    assert not back, "\n".join(back)
+
+
+def test_the_grader_reaches_the_worker_side_only_through_its_doors():
+    def door(target: str) -> bool:
+        parent, _, name = target.rpartition(".")
+        return (target == WORKER_SIDE or (parent == WORKER_SIDE and name.endswith("_FUNCTION"))
+                or target in WORKER_SIDE_DOORS or parent in WORKER_SIDE_DOORS)
+
+    through_walls = [f"{s} imports {t}" for s, t, su, tu in edges()
+                     if su == "opgen.grading" and tu == WORKER_SIDE and not door(t)]
+    assert not through_walls, "\n".join(through_walls)
 
 
 def test_units_form_no_cycle():

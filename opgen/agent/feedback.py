@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from opgen.grading.kernels_only import GLUE_TEXT
+from opgen.grading.beside_solution.kernels_only import GLUE_TEXT
 from opgen.grading.milestones import milestone_text
 from opgen.grading.reasons import REASONS
 

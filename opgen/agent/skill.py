@@ -3,7 +3,7 @@ the tolerance, every input size the solution is checked at, the baselines and wh
 
 from __future__ import annotations
 
-from opgen.grading.kernels_only import GLUE_TEXT
+from opgen.grading.beside_solution.kernels_only import GLUE_TEXT
 from opgen.grading.milestones import BEATS_BASELINE
 
 SKILL_TEMPLATE = """# Task {id}: make `ModelNew` faster than PyTorch, with kernels of your own

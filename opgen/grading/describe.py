@@ -1,12 +1,12 @@
 """What a grade will check a task at, told before any solution exists: its tolerance and each input configuration
 (the task's own sizes, then the held-out ones, derived as a grade derives them when the row holds none) with its
-input and output shapes. The task runs in a sandboxed worker, as in a grade."""
+input and output shapes. The task runs in a sandboxed worker, as in a grade
+(opgen/grading/beside_solution/describe_worker.py)."""
 
 from __future__ import annotations
 
 from opgen.errors import UsageError
-
-DESCRIBE_FUNCTION = "opgen.grading.describe:describe_in_worker"
+from opgen.grading.beside_solution import DESCRIBE_FUNCTION
 
 
 def describe_task(task: dict, options) -> dict:
@@ -21,47 +21,3 @@ def describe_task(task: dict, options) -> dict:
     if result.value.get("error"):
         raise UsageError(f"task {task.get('id')}: {result.value['error']}")
     return result.value
-
-
-def describe_in_worker(payload: dict) -> dict:
-    """In the sandbox worker: the task loaded and its configurations derived exactly as a grade does, then each one's
-    shapes read on the meta device (no memory, no kernels)."""
-    import torch
-
-    from opgen.grading.configs import draw_config
-    from opgen.grading.worker import Grading, Verdict
-    from opgen.sandbox.task import build_model, flatten_output
-
-    grading = Grading(payload)
-    try:
-        grading.load_task()
-        if payload.get("derive_sizes"):
-            grading.derive_held_out()
-    except Verdict as verdict:
-        return {"error": verdict.detail}
-    try:
-        meta_model = build_model(grading.namespace, "meta", grading.seed)
-    except Exception:  # noqa: BLE001 - a model the meta device cannot hold: no output shapes
-        meta_model = None
-    configs = []
-    for config in grading.configs:
-        inputs = draw_config(grading.namespace, config, "meta", grading.seed, 0)
-        outputs = None
-        if meta_model is not None:
-            try:
-                with torch.no_grad():
-                    outputs = [_describe(t) for t in flatten_output(meta_model(*inputs))]
-            except Exception:  # noqa: BLE001 - an operator the meta device lacks: the shapes stay unknown
-                outputs = None
-        configs.append({"name": config.name, "sizes": dict(config.spec or {}),
-                        "inputs": [_describe(x) for x in inputs], "outputs": outputs})
-    return {"atol": grading.atol, "rtol": grading.rtol, "configs": configs,
-            "held_out_sizes": [c["sizes"] for c in configs[1:]], "held_out_note": grading.result.get("held_out_note")}
-
-
-def _describe(value) -> dict:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return {"shape": list(value.shape), "dtype": str(value.dtype).removeprefix("torch.")}
-    return {"value": repr(value)}

@@ -14,10 +14,10 @@ import tempfile
 from pathlib import Path
 
 from opgen.errors import MachineFault
+from opgen.grading.beside_solution import COMPILE_FUNCTION
 from opgen.sandbox.faults import first_line
 from opgen.sandbox.pool import KeptPools, SandboxPool, SandboxResult, out_of_memory, over_memory_limit
 
-COMPILE_FUNCTION = "opgen.grading.extension_worker:compile_in_worker"
 EXTENSIONS_DIR_ENV = "OPGEN_EXTENSIONS_DIR"
 KEPT_BUILDS = 256         # builds kept under the extensions folder (the least recently used go first)
 COMPILE_MEMORY_MB = 8192  # at least this much resident memory for a compile worker (a compiler and its headers)

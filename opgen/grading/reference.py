@@ -8,12 +8,12 @@ import hashlib
 import json
 from collections import OrderedDict
 
-from opgen.grading.worker import speedups
+from opgen.grading.beside_solution import REFERENCE_FUNCTION
+from opgen.grading.beside_solution.figures import speedups
 from opgen.sandbox.faults import machine_fault
 from opgen.sandbox.gpus import gpu_slot_envs, visible_gpu_models
 from opgen.sandbox.pool import KeptPools, SandboxPool
 
-REFERENCE_FUNCTION = "opgen.grading.reference_worker:time_reference_in_worker"
 CACHE_SIZE = 4096   # reference timings kept per process (a few hundred bytes each)
 TIMING_FIELDS = ("device", "seed", "draws", "warmups", "trials", "min_trials", "compile_baseline", "threads")
 _CACHE: OrderedDict[tuple, dict] = OrderedDict()

@@ -14,7 +14,8 @@ from pathlib import Path
 from tqdm import tqdm
 
 from opgen.errors import MachineFault, UsageError
-from opgen.grading.configs import derive_sizes, input_configs
+from opgen.grading.beside_solution import GRADE_FUNCTION, PROBE_FUNCTION
+from opgen.grading.beside_solution.configs import derive_sizes, input_configs
 from opgen.grading.extensions import compile_stage, extension_settings, writable_for
 from opgen.grading.milestones import milestone_reward
 from opgen.grading.reference import add_reference_timings
@@ -38,8 +39,6 @@ from opgen.sandbox.pool import (
 
 CONFINEMENT_HINT = ("OPGEN_SANDBOX_CONFINE_SKIP names pieces of the confinement to leave out, and each one left out "
                     "is said on stderr (docs/grading.md, 'The workers' confinement')")
-GRADE_FUNCTION = "opgen.grading.worker:grade_in_worker"
-PROBE_FUNCTION = "opgen.grading.worker:probe_device"
 _POOLS = KeptPools()
 
 

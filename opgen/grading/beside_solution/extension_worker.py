@@ -107,7 +107,7 @@ def compile_in_worker(payload: dict) -> dict:
     """Run the solution's module on this CPU worker (no GPU visible), so its `load_inline`/`load` calls build its
     extensions; `status` ok (built: the extensions), compile_error (the compiler's messages), machine (the machine
     cannot compile), or deferred (the module failed otherwise: the grading worker judges it)."""
-    from opgen.grading.worker import solution_namespace
+    from opgen.grading.beside_solution.solution import solution_namespace
     from opgen.sandbox.task import describe
 
     started = time.perf_counter()

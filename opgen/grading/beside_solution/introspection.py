@@ -4,7 +4,7 @@ code-object or ctypes event raised directly by the solution's code, where the st
 (`getattr(torch, "s" + "ys")._getframe`), and refuses it (the call raises PermissionError): the grade then ends in
 `tampering`. An event raised by a library the solution calls (a warning's `sys._getframe`, `torch.compile`'s own)
 is not the solution's, unless the library's function only hands the solution its caller's frame.
-`opgen/grading/integrity.py` finds what a route this misses changed."""
+`opgen/grading/beside_solution/integrity.py` finds what a route this misses changed."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ _FRAME_API_FILES = frozenset({inspect.__file__, traceback.__file__, logging.__fi
 # callbacks), or that call a function they are given and hand back what it returns (pytree's `tree_map` calling
 # sys._getframe or gc.get_objects): called by the solution, what they take is the solution's taking.
 _FRAME_HANDING_SUFFIXES = ("torch/_jit_internal.py", "torch/utils/_pytree.py", "torch/utils/_cxx_pytree.py")
-SOLUTION_MODULE = "opgen_solution"   # the __name__ the solution's module runs under (opgen/grading/worker.py)
+SOLUTION_MODULE = "opgen_solution"   # the __name__ the solution's module runs under (opgen/grading/beside_solution/solution.py)
 SOLUTION_FILENAME = f"{TASK_FILENAME_PREFIX}solution>"   # ... and the file every code object of it carries
 
 

@@ -16,9 +16,12 @@ GUARDED_MODULES = (
     "builtins", "time", "math", "statistics", "gc", "torch", "torch.cuda", "torch._C", "torch._C._nn", "torch.nn",
     "torch.nn.functional", "torch.nn.modules.module", "torch.nn.init", "torch.overrides", "torch.library",
     "torch.autograd", "torch.autograd.grad_mode", "torch._C._autograd", "torch.random", "filters.execute.tensors",
-    "opgen.sandbox.task", "opgen.timing.trials", "opgen.grading.compare", "opgen.grading.configs",
-    "opgen.grading.guard", "opgen.grading.timing", "opgen.grading.worker", "opgen.grading.integrity",
-    "opgen.grading.introspection", "opgen.grading.leftovers",
+    "opgen.sandbox.task", "opgen.timing.trials", "opgen.grading.beside_solution.compare",
+    "opgen.grading.beside_solution.configs", "opgen.grading.beside_solution.guard",
+    "opgen.grading.beside_solution.timing", "opgen.grading.beside_solution.worker",
+    "opgen.grading.beside_solution.solution", "opgen.grading.beside_solution.figures",
+    "opgen.grading.beside_solution.integrity", "opgen.grading.beside_solution.introspection",
+    "opgen.grading.beside_solution.leftovers",
 )
 GUARDED_CLASSES = ("torch.Tensor", "torch.nn.Parameter", "torch.cuda.Event", "torch._C._CudaEventBase",
                    "torch.cuda.Stream", "torch._C._CudaStreamBase", "torch.no_grad", "torch.device")

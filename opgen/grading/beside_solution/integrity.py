@@ -3,7 +3,7 @@ tolerance, the seed, the draws, the configurations, the payload, the result so f
 under, the reference model and its weights, the task module's names), and what runs beside the grader (threads,
 timers, handlers), recorded before each stretch of the solution's code and compared after it. None of it changes
 while only the solution runs, so a change there is the solution's, made through a route into the grader's objects
-that opgen/grading/introspection.py did not refuse."""
+that opgen/grading/beside_solution/introspection.py did not refuse."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from typing import Any
 
 import torch
 
-from opgen.grading.compare import same_bits
-from opgen.grading.introspection import SOLUTION_FILENAME
-from opgen.grading.leftovers import Baseline
+from opgen.grading.beside_solution.compare import same_bits
+from opgen.grading.beside_solution.introspection import SOLUTION_FILENAME
+from opgen.grading.beside_solution.leftovers import Baseline
 
 # The Grading attributes a verdict depends on; `result` and the reference are compared apart.
 FIELDS = ("payload", "device", "seed", "draws", "configs", "atol", "rtol", "lock", "namespace", "reference", "settings",

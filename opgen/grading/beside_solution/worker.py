@@ -9,18 +9,16 @@ inputs, and a fresh draw written into the very tensors it was timed on. See docs
 
 from __future__ import annotations
 
-import builtins
 import contextlib
 import gc
-import linecache
 import secrets
 import time
 from collections.abc import Callable
 
 import torch
 
-from opgen.grading.breakdown import kernel_breakdown
-from opgen.grading.compare import (
+from opgen.grading.beside_solution.breakdown import kernel_breakdown
+from opgen.grading.beside_solution.compare import (
     Comparison,
     OutputFormatError,
     aliased_input,
@@ -30,15 +28,17 @@ from opgen.grading.compare import (
     output_tensors,
     same_bits,
 )
-from opgen.grading.configs import InputConfig, config_from, draw_config
-from opgen.grading.extension_worker import keyed_builds
-from opgen.grading.guard import Guard, Settings
-from opgen.grading.integrity import Snapshot
-from opgen.grading.introspection import SOLUTION_FILENAME, SOLUTION_MODULE
-from opgen.grading.introspection import install as watch_introspection
-from opgen.grading.kernels_only import KernelsOnly
-from opgen.grading.leftovers import Baseline, signals_held
-from opgen.grading.timing import timed_calls
+from opgen.grading.beside_solution.configs import InputConfig, config_from, draw_config
+from opgen.grading.beside_solution.extension_worker import keyed_builds
+from opgen.grading.beside_solution.figures import reference_figures, speedups
+from opgen.grading.beside_solution.guard import Guard, Settings
+from opgen.grading.beside_solution.integrity import Snapshot
+from opgen.grading.beside_solution.introspection import SOLUTION_FILENAME
+from opgen.grading.beside_solution.introspection import install as watch_introspection
+from opgen.grading.beside_solution.kernels_only import KernelsOnly
+from opgen.grading.beside_solution.leftovers import Baseline, signals_held
+from opgen.grading.beside_solution.solution import solution_namespace
+from opgen.grading.beside_solution.timing import timed_calls
 from opgen.heldout.derive import candidate_configs
 from opgen.sandbox.faults import machine_fault
 from opgen.sandbox.gpus import (
@@ -57,14 +57,6 @@ from opgen.timing.trials import TrialPlan
 _PERF_COUNTER = time.perf_counter   # captured before any solution loads (a solution may patch time's)
 PROBE_DRAW = -1   # the reference's own run before the solution loads: does the task run at all?
 DERIVED_CONFIGS = 2   # held-out configurations derived for a task that carries none
-
-
-def solution_namespace(code: str) -> dict:
-    """The solution's module run in a fresh namespace (its own linecache entry, so tracebacks name its lines)."""
-    linecache.cache[SOLUTION_FILENAME] = (len(code), None, code.splitlines(True), SOLUTION_FILENAME)
-    namespace = {"__name__": SOLUTION_MODULE, "__file__": SOLUTION_FILENAME, "__builtins__": builtins}
-    exec(compile(code, SOLUTION_FILENAME, "exec"), namespace)  # noqa: S102 - the sandbox worker
-    return namespace
 
 
 @contextlib.contextmanager
@@ -564,24 +556,6 @@ def timing_draws(draws: int) -> tuple[int, int, int, int]:
     """The draws of the timed part: the timed inputs, the fresh draw after timing, the compile baseline's warm-up,
     and the first trial's (trial k is drawn as that + k, for every callable timed)."""
     return draws, draws + 1, draws + 2, draws + 3
-
-
-def reference_figures(eager: dict, compiled: dict | None, compile_error: str | None) -> dict:
-    """The reference's fields of a grade from its eager and compiled trial statistics."""
-    figures = {"eager_ms": eager["median"], "eager_ms_iqr": eager["iqr"],
-               "compile_ms": compiled["median"] if compiled else None,
-               "compile_ms_iqr": compiled["iqr"] if compiled else None,
-               "reference_trials": {"eager": eager["count"], "compile": compiled["count"] if compiled else None}}
-    if compile_error:
-        figures["compile_error"] = compile_error
-    return figures
-
-
-def speedups(line: dict) -> dict:
-    """`speedup_eager` and `speedup_compile` of a line with `solution_ms`, `eager_ms` and `compile_ms`."""
-    solution = line.get("solution_ms")
-    return {key: line[ms] / solution if solution and line.get(ms) is not None else None
-            for key, ms in (("speedup_eager", "eager_ms"), ("speedup_compile", "compile_ms"))}
 
 
 def _synchronize(device: str) -> None:

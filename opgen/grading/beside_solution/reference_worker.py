@@ -11,8 +11,9 @@ from collections.abc import Callable
 
 import torch
 
-from opgen.grading.guard import Settings
-from opgen.grading.worker import Grading, Verdict, reference_figures, timing_draws
+from opgen.grading.beside_solution.figures import reference_figures
+from opgen.grading.beside_solution.guard import Settings
+from opgen.grading.beside_solution.worker import Grading, Verdict, timing_draws
 from opgen.sandbox.gpus import gpu_lock
 from opgen.sandbox.task import describe
 from opgen.sandbox.torch_state import isolated_torch_state
