@@ -109,11 +109,15 @@ class RayGrader:
                 raise error.cause from None
             raise
 
-    def close(self) -> None:
-        """Stop the actors (their sandbox workers with them); disconnect if this grader joined the cluster."""
+    def stop_actors(self) -> None:
+        """Stop the actors, their sandbox workers with them."""
         for slot in self.slots:
             self.ray.kill(slot.handle)
         self.slots = []
+
+    def close(self) -> None:
+        """Stop the actors; disconnect if this grader joined the cluster."""
+        self.stop_actors()
         if self._joined_here:
             self.ray.shutdown()
             self._joined_here = False
