@@ -54,14 +54,19 @@ def register(sub) -> None:
     how.add_argument("--timeout", type=float, default=300.0, help="seconds per solution (default 300)")
     how.add_argument("--memory-mb", type=int, default=None,
                      help="resident memory limit per worker, 0 for none (default: as opgen build's)")
-    how.add_argument("--workers", type=int, default=None, help="sandbox workers for --solutions")
+    how.add_argument("--workers", type=int, default=None,
+                     help="sandbox workers for --solutions (with --executor ray: per grading actor)")
+    how.add_argument("--executor", choices=("local", "ray"), default="local",
+                     help="with --solutions: this machine's sandbox workers (default), or a Ray cluster's grading "
+                          "actors, one per GPU (RAY_ADDRESS, else a new local cluster; docs/grading.md)")
+    how.add_argument("--ray-actors", type=int, default=None,
+                     help="with --executor ray: grading actors (default: one per GPU of the cluster; on a CPU-only "
+                          "cluster, one per node)")
     how.add_argument("--no-progress", action="store_true")
     parser.set_defaults(func=run)
 
 
 def run(args) -> int:
-    from opgen.grading.run import GradeOptions
-
     folder_mode = args.solutions is not None
     if folder_mode:
         if args.solution or args.task or args.id or not args.dataset:
@@ -70,6 +75,12 @@ def run(args) -> int:
         raise UsageError("give --solution with either --task or --dataset and --id (or --dataset with --solutions)")
     if (args.out or args.summary) and not folder_mode:
         raise UsageError("--out and --summary go with --solutions")
+    if args.executor == "ray" and not folder_mode:
+        raise UsageError("--executor ray goes with --solutions")
+    if args.ray_actors is not None and (args.executor != "ray" or args.ray_actors < 1):
+        raise UsageError("--ray-actors goes with --executor ray, and must be at least 1")
+    if args.workers is not None and args.workers < 1:
+        raise UsageError("--workers must be at least 1")
     for path, what in ((args.task, "--task"), (args.solution, "--solution"), (args.solutions, "--solutions")):
         require_existing(path, what)
     if args.dataset is not None and looks_like_path(args.dataset):
@@ -77,18 +88,39 @@ def run(args) -> int:
     for path, option in ((args.out, "--out"), (args.summary, "--summary")):
         if path:
             require_writable(path, option)
+    if args.executor == "ray":
+        return _grade_folder_on_ray(args)
     device, gpus = chosen_device(args.device)
     sizing = size_for_machine(device, len(gpus), None, None, args.memory_mb)
     workers = args.workers or (grading_workers(device, len(gpus)) if folder_mode else 1)
-    options = GradeOptions(device=device, draws=args.draws, seed=args.seed, timing=args.timing,
-                           compile_baseline=args.compile_baseline, warmups=args.warmups, trials=args.trials,
-                           min_trials=args.min_trials, timeout_s=args.timeout,
-                           memory_mb=sizing.memory_mb or None,
-                           workers=workers, kernels_only=args.kernels_only,
-                           reuse_reference=args.reuse_reference)
+    options = _options(args, device, sizing.memory_mb or None, workers)
     if folder_mode:
         return _grade_folder(args, options)
     return _grade_one(args, options)
+
+
+def _options(args, device: str, memory_mb: int | None, workers: int):
+    from opgen.grading.run import GradeOptions
+
+    return GradeOptions(device=device, draws=args.draws, seed=args.seed, timing=args.timing,
+                           compile_baseline=args.compile_baseline, warmups=args.warmups, trials=args.trials,
+                           min_trials=args.min_trials, timeout_s=args.timeout,
+                           memory_mb=memory_mb,
+                           workers=workers, kernels_only=args.kernels_only,
+                           reuse_reference=args.reuse_reference)
+
+
+def _grade_folder_on_ray(args) -> int:
+    """--solutions on a Ray cluster: each grading actor sizes its memory limit (unless given) from its own node."""
+    from opgen.grading.ray_grader import RayGrader
+
+    _options(args, "cpu", None, 1)   # bad options said before the cluster is joined
+    grader = RayGrader(args.device, args.ray_actors, args.workers)
+    try:
+        options = _options(args, grader.device, args.memory_mb, args.workers or 1)
+        return _grade_folder(args, options, grader)
+    finally:
+        grader.close()
 
 
 def _grade_one(args, options) -> int:
@@ -102,12 +134,12 @@ def _grade_one(args, options) -> int:
     return 0 if line["correct"] else 1
 
 
-def _grade_folder(args, options) -> int:
-    from opgen.grading.run import grade_folder
+def _grade_folder(args, options, grader=None) -> int:
+    from opgen.grading.run import LOCAL, grade_folder
     from opgen.grading.summary import summary_text
 
     report = grade_folder(args.dataset, args.solutions, options, out=args.out, config=args.config,
-                          download_to=args.download_to, progress=not args.no_progress)
+                          download_to=args.download_to, progress=not args.no_progress, grader=grader or LOCAL)
     print(summary_text(report.figures), file=sys.stderr if args.out is None else sys.stdout)
     if args.summary:
         with open(args.summary, "w", encoding="utf-8") as handle:

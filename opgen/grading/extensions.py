@@ -89,7 +89,8 @@ def compile_stage(payloads: list[dict], options) -> dict[int, dict]:
     """Compile the extensions of every payload's solution that builds any, on CPU workers. Returns the grade lines of
     those whose compile failed, by index; each payload that compiled gets `compiled` (seconds, extensions built).
     A machine that cannot compile at all (no compiler, no ninja, no CUDA toolkit) raises MachineFault."""
-    todo = [i for i, payload in enumerate(payloads) if needs_compile(payload["solution"])]
+    todo = [i for i, payload in enumerate(payloads)   # `compiled`: already built, by a Ray cluster's compile task
+            if needs_compile(payload["solution"]) and "compiled" not in payload]
     if not todo:
         return {}
     jobs = [{"solution": payloads[i]["solution"], "extensions": payloads[i]["extensions"]} for i in todo]

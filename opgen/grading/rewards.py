@@ -10,18 +10,20 @@ import time
 from collections.abc import Callable, Sequence
 
 from opgen.errors import UsageError
-from opgen.grading.api import resolved_options
 from opgen.grading.completions import extract_code
-from opgen.grading.run import GradeOptions, finish_line, payload_for, run_grades, static_line, worker_threads
+from opgen.grading.graders import batch_grader
+from opgen.grading.run import LOCAL, GradeOptions, finish_line, payload_for, static_line, worker_threads
 from opgen.grading.tasks import ROW_FIELDS, dataset_row
 
 ID_COLUMNS = ("id", "task_id")
 TASK_OPTIONS = ("dataset", "config", "download_to")
+EXECUTOR_OPTIONS = ("executor", "ray_actors")
 
 
-def grade_completions(completions: Sequence, tasks: Sequence[dict], options: GradeOptions) -> list[dict]:
+def grade_completions(completions: Sequence, tasks: Sequence[dict], options: GradeOptions, grader=LOCAL) -> list[dict]:
     """The grade of each completion against its task (a row: `code`, and optionally `id`, `atol`, `rtol`,
-    `held_out_sizes`, recorded timings), with `reward`; in order, one per completion."""
+    `held_out_sizes`, recorded timings), with `reward`; in order, one per completion. `grader` grades the batch
+    (this machine's workers, or a Ray cluster's: opgen/grading/graders.py)."""
     if len(completions) != len(tasks):
         raise UsageError(f"{len(completions)} completions but {len(tasks)} tasks")
     started = time.perf_counter()
@@ -39,7 +41,7 @@ def grade_completions(completions: Sequence, tasks: Sequence[dict], options: Gra
         lines.append(line)
     todo = [i for i, line in enumerate(lines) if line is None]
     threads = worker_threads(options)
-    graded = run_grades([payload_for(tasks[i], codes[i], options, threads) for i in todo], options)
+    graded = grader.run_grades([payload_for(tasks[i], codes[i], options, threads) for i in todo], options)
     for index, line in zip(todo, graded):
         if line["reason"] == "reference_error":
             raise UsageError(f"task {tasks[index].get('id')}: {line.get('detail')}")
@@ -65,18 +67,20 @@ def tasks_from_columns(count: int, columns: dict, dataset: str | None = None, co
 
 
 def reward_function(*, dataset: str | None = None, config: str = "default", download_to: str | None = None,
-                    **options) -> Callable[..., list[float]]:
+                    executor: str = "local", ray_actors: int | None = None, **options) -> Callable[..., list[float]]:
     """A reward function for TRL's GRPOTrainer (`reward_funcs=[opgen.reward_function(kernels_only=True)]`):
     `f(prompts, completions, **columns) -> list[float]`, the tasks read from the dataset's columns (`code`, or `id`
-    with `dataset`). `options` are opgen.grade's (device, kernels_only, timeout_s, ...); resolved once."""
-    grade_options = resolved_options(options, batch=True)
+    with `dataset`). `options` are opgen.grade's (device, kernels_only, timeout_s, ...); resolved once.
+    `executor="ray"` grades on a Ray cluster (the one this process joined, else $RAY_ADDRESS, else a new local one)
+    with `ray_actors` grading actors (default: one per GPU of the cluster; on a CPU-only one, one per node)."""
+    grader, grade_options = batch_grader(options, executor, ray_actors)
 
     def opgen_reward(prompts: Sequence | None = None, completions: Sequence | None = None, **columns) -> list[float]:
         """One milestone reward per completion (-1 incorrect, 1 correct, 2 faster than eager, 3 than both)."""
         if completions is None:
             raise UsageError("completions are required")
         tasks = tasks_from_columns(len(completions), columns, dataset, config, download_to)
-        return [line["reward"] for line in grade_completions(completions, tasks, grade_options)]
+        return [line["reward"] for line in grade_completions(completions, tasks, grade_options, grader)]
 
     return opgen_reward
 
@@ -85,13 +89,15 @@ def compute_score_batch(data_sources: Sequence | None = None, solution_strs: Seq
                         ground_truths: Sequence = (), extra_infos: Sequence | None = None, **kwargs) -> list[float]:
     """verl's batch reward (BatchRewardManager): `ground_truth` is the task's source or its id (then `dataset` is a
     keyword, from `reward_kwargs`, or in `extra_info`); `extra_info` may hold the row's other columns. Keywords are
-    opgen.grade's options."""
+    opgen.grade's options, and `executor`/`ray_actors` as for reward_function (a Ray cluster's actors are kept
+    between calls)."""
     task_options = {name: kwargs.pop(name) for name in TASK_OPTIONS if name in kwargs}
+    executor_options = {name: kwargs.pop(name) for name in EXECUTOR_OPTIONS if name in kwargs}
     known = set(GradeOptions.__dataclass_fields__)
-    grade_options = resolved_options({k: v for k, v in kwargs.items() if k in known}, batch=True)
+    grader, grade_options = batch_grader({k: v for k, v in kwargs.items() if k in known}, **executor_options)
     infos = list(extra_infos) if extra_infos is not None else [None] * len(solution_strs)
     tasks = [_verl_task(truth, info or {}, task_options) for truth, info in zip(ground_truths, infos)]
-    return [line["reward"] for line in grade_completions(list(solution_strs), tasks, grade_options)]
+    return [line["reward"] for line in grade_completions(list(solution_strs), tasks, grade_options, grader)]
 
 
 def compute_score(data_source: str | None = None, solution_str: str = "", ground_truth: str | None = None,

@@ -197,6 +197,21 @@ def require_healthy_device(options: GradeOptions, message: str | None) -> None:
     raise MachineFault(f"{machine_fault(message) or 'the device failed a trivial computation'}: {detail}")
 
 
+class LocalGrader:
+    """Grades batches in this machine's sandbox workers (a Ray cluster's: opgen/grading/ray_grader.py)."""
+
+    @staticmethod
+    def run_grades(payloads: list[dict], options: GradeOptions, progress: bool = False) -> list[dict]:
+        return run_grades(payloads, options, progress)
+
+    @staticmethod
+    def require_healthy_device(options: GradeOptions, message: str | None) -> None:
+        require_healthy_device(options, message)
+
+
+LOCAL = LocalGrader()
+
+
 def grade_task(task: dict, solution_code: str, options: GradeOptions, static_scan: bool = True) -> dict:
     """The grade of one solution for one task (a dict with `id`, `code`, and optionally the row's `atol`/`rtol` and
     recorded timings). UsageError when the task itself fails; MachineFault when the machine does. `static_scan`
@@ -244,10 +259,12 @@ class FolderReport:
 
 
 def grade_folder(dataset: str, solutions: str | Path, options: GradeOptions, *, out: str | None = None,
-                 config: str = "default", download_to: str | None = None, progress: bool = True) -> FolderReport:
+                 config: str = "default", download_to: str | None = None, progress: bool = True,
+                 grader=LOCAL) -> FolderReport:
     """Grade `solutions/<id>.py` for every task of `dataset` that has one, `options.workers` at a time, writing a
     JSON line per task to `out` (stdout when None) as they finish; a rerun with the same `out` skips the ids already
-    there. The figures cover every task of the dataset (those with no solution file count as not attempted)."""
+    there. The figures cover every task of the dataset (those with no solution file count as not attempted).
+    `grader` grades the batches (LOCAL, or a Ray cluster's: opgen/grading/graders.py)."""
     rows = dataset_rows(dataset, config, download_to)
     files = solution_files(solutions)
     ids = {row["id"] for row in rows}
@@ -261,13 +278,13 @@ def grade_folder(dataset: str, solutions: str | Path, options: GradeOptions, *, 
         print(f"opgen grade: resuming: {len(previous)} tasks already graded in {out}", file=sys.stderr)
     started = time.perf_counter()
     new_lines: list[dict] = []
-    chunk = max(4, 2 * options.workers)
+    chunk = max(4, 2 * getattr(grader, "workers", options.workers))
     faults = ErrorRun()
     with _writer(out) as write, tqdm(total=len(todo), file=sys.stderr, disable=not progress, unit="task",
                                      dynamic_ncols=True) as bar:
         for start in range(0, len(todo), chunk):
             part = todo[start:start + chunk]
-            lines = _grade_rows(part, files, options, faults)
+            lines = _grade_rows(part, files, options, faults, grader)
             for line in lines:
                 write(line)
                 new_lines.append(line)
@@ -279,7 +296,8 @@ def grade_folder(dataset: str, solutions: str | Path, options: GradeOptions, *, 
     return FolderReport(figures, out)
 
 
-def _grade_rows(rows: list[dict], files: dict[str, Path], options: GradeOptions, faults: ErrorRun) -> list[dict]:
+def _grade_rows(rows: list[dict], files: dict[str, Path], options: GradeOptions, faults: ErrorRun,
+                grader=LOCAL) -> list[dict]:
     codes, lines = [], []
     for row in rows:
         try:
@@ -292,7 +310,7 @@ def _grade_rows(rows: list[dict], files: dict[str, Path], options: GradeOptions,
         codes.append(code)
     sandboxed = [i for i, line in enumerate(lines) if line is None]
     threads = worker_threads(options)
-    graded = run_grades([payload_for(rows[i], codes[i], options, threads) for i in sandboxed], options)
+    graded = grader.run_grades([payload_for(rows[i], codes[i], options, threads) for i in sandboxed], options)
     for index, line in zip(sandboxed, graded):
         lines[index] = line
     finished = []
@@ -301,7 +319,7 @@ def _grade_rows(rows: list[dict], files: dict[str, Path], options: GradeOptions,
         chain = tuple(row.get("families") or (row["id"],))
         # one error after another on different tasks, all the same: the machine's, unless a probe says it is fine
         if faults.add(bool(line["correct"]), line.get("detail") if not line["correct"] else None, chain):
-            require_healthy_device(options, line.get("detail"))
+            grader.require_healthy_device(options, line.get("detail"))
             faults.add(True, None, ())   # the device is fine: the run starts again
     return finished
 

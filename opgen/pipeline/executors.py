@@ -19,15 +19,14 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from multiprocessing import forkserver, resource_tracker
-from pathlib import Path
 
 import psutil
 from tqdm import tqdm
 
 from opgen.errors import UsageError
 from opgen.interrupts import spared_children
+from opgen.ray_cluster import join_cluster
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 RAY_MAX_RETRIES = 3   # a job whose worker process died is run again this many times
 
 
@@ -203,20 +202,8 @@ class RayExecutor:
     name = "ray"
 
     def __init__(self, workers: int = 2):
-        try:
-            import ray
-        except ImportError:
-            raise UsageError("--executor ray needs Ray: pip install 'opgen[ray]'") from None
-        self.ray = ray
         self.workers = max(1, workers)
-        self._started = False
-        if not ray.is_initialized():
-            env = {"PYTHONPATH": os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p)}
-            options = {"runtime_env": {"env_vars": env}, "include_dashboard": False, "log_to_driver": False}
-            if not os.environ.get("RAY_ADDRESS"):
-                options["num_cpus"] = self.workers
-            ray.init(**options)
-            self._started = True
+        self.ray, self._started = join_cluster(self.workers)
         self._remote: dict[str, object] = {}
 
     def job_workers(self, stage: Stage) -> int:
