@@ -16,7 +16,7 @@ LAYERS = {
     "opgen.records": 0, "opgen.errors": 0, "opgen.jsonl": 0, "opgen.checkpoint": 0, "opgen.version": 0, "opgen.hub": 0,
     "opgen.interrupts": 0, "opgen.outcome": 0,
     "opgen.taskcode": 1, "opgen.vocab": 1,
-    "opgen.sandbox": 2, "kernels_ref": 2,
+    "opgen.sandbox": 2, "kernels_ref": 2, "opgen.ray_cluster": 2,
     "opgen.sample": 3, "opgen.mining": 3, "filters": 3, "opgen.timing": 3, "opgen.publish": 3,
     "opgen.pipeline": 4, "opgen.grading": 4, "opgen.grading.beside_solution": 4, "opgen.heldout": 4,
     "opgen.analysis": 4,
