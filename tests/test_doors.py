@@ -292,6 +292,39 @@ def test_a_solution_that_starts_too_many_processes_is_stopped():
             psutil.Process(pid).kill()
 
 
+HANG = '''
+def door():
+    if getattr(_os, "fo" + "rk")() == 0:
+        getattr(_os, "ex" + "ecv")("/bin/sh", ["/bin/sh", "-c", f"sleep 600; : {marker}"])
+    _load("ti" + "me").sleep(600)
+'''
+
+
+def test_a_grader_killed_mid_grade_leaves_no_process_behind(tmp_path):
+    """A trainer that dies while a solution hangs (past any time limit it would have enforced): the worker and what
+    it started end within seconds, not when the hang does."""
+    import signal
+
+    marker = f"opgen-door-{uuid.uuid4().hex}"
+    path = tmp_path / "hang.py"
+    path.write_text(solution(f"marker = {marker!r}\n" + HANG))
+    grader = subprocess.Popen([sys.executable, "-m", "opgen", "grade", "--task", str(LINEAR_GELU), "--solution",
+                               str(path), "--device", "cpu", "--timeout", "600"], cwd=ROOT,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 240
+        while not _alive(marker) and grader.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _alive(marker), "the solution never ran"
+        grader.send_signal(signal.SIGKILL)
+        grader.wait()
+        assert _gone(marker, seconds=30), "the hanging solution's process outlived its killed grader"
+    finally:
+        grader.kill()
+        for pid in _alive(marker):
+            psutil.Process(pid).kill()
+
+
 # --- the disk ------------------------------------------------------------------------------------------------------
 
 FILL = '''

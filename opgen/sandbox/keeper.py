@@ -7,6 +7,11 @@ task code and is not confined, and the worker, its child, in a process group of 
 the keeper, not to init, so every process the worker starts stays beneath the keeper. The pool ends those left
 beneath it after every task (opgen/sandbox/pool.py); once the worker exits, however it exits, the keeper ends them
 itself and exits as the worker did. Linux 3.4 and later; elsewhere the worker runs unsplit, and says so.
+
+The keeper also outlives no grader: it watches the worker's request pipe, and once nobody can write to it (the
+grader killed, or its pool closed) it gives the worker GRACE_S to end by itself (an idle worker reads the end of its
+requests and exits), then ends the worker's group. A solution that hangs in a grade whose grader was killed (a
+trainer's crash) is ended with it, not left holding a core or a GPU.
 """
 
 from __future__ import annotations
@@ -15,10 +20,14 @@ import contextlib
 import ctypes
 import ctypes.util
 import os
+import select
 import signal
+import threading
+import time
 from pathlib import Path
 
 _PR_SET_CHILD_SUBREAPER = 36
+GRACE_S = 2.0   # how long a worker whose requests have ended may take to exit by itself
 
 
 def _become_subreaper() -> bool:
@@ -39,12 +48,25 @@ def split() -> bool:
     if worker == 0:
         os.setpgid(0, 0)
         return True
+    requests = os.dup(0)   # read never: watched for the moment no one can write to it
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1):   # the protocol's pipes are the worker's: the pool hears their end when the worker's go
         os.dup2(devnull, fd)
     os.close(devnull)
+    threading.Thread(target=_end_with_the_requests, args=(requests, worker), daemon=True).start()
     _keep(worker)
     return False   # never reached
+
+
+def _end_with_the_requests(requests: int, worker: int) -> None:
+    """Once the request pipe's every writer is gone, GRACE_S for the worker to exit; then end its group."""
+    watch = select.poll()
+    watch.register(requests, 0)   # no event asked for: poll reports the hang-up alone, never waiting data
+    while not any(mask & (select.POLLHUP | select.POLLERR | select.POLLNVAL) for _, mask in watch.poll()):
+        pass
+    time.sleep(GRACE_S)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(worker, signal.SIGKILL)
 
 
 def children_of(pid: int) -> list[int]:
