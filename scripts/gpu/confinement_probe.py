@@ -26,13 +26,12 @@ import sys
 import tempfile
 import threading
 import time
-from pathlib import Path
 
 from opgen.sandbox.confine import CONNECT_ERRNO, PIECES, SKIP_ENV
 from opgen.sandbox.gpus import gpu_slot_envs
 from opgen.sandbox.landlock import SCRATCH_ENV
 from opgen.sandbox.pool import SandboxPool
-from opgen.sandbox.scratch import SCRATCH_FOLDERS, scratch_environment
+from opgen.sandbox.scratch import make_scratch, scratch_environment
 from opgen.sandbox.zygote import paths_read_again
 
 STEP_S = 240.0
@@ -63,9 +62,7 @@ def _confine_here(apply: dict) -> dict:
     """Confine this process as the variant says, in a scratch folder of its own (as a confined pool's worker)."""
     from opgen.sandbox.confine import confine
 
-    scratch = Path(tempfile.mkdtemp(prefix="opgen-probe-scratch-"))
-    for part in SCRATCH_FOLDERS:
-        (scratch / part).mkdir()
+    scratch = make_scratch()
     os.environ.update({**scratch_environment(scratch), SCRATCH_ENV: str(scratch)})
     paths_read_again()   # as a confined pool's worker does: the temporary folder and inductor's, in the scratch
     return confine(set(apply["pieces"]), file_mb=4096, connect_errno=apply.get("connect_errno", CONNECT_ERRNO))
