@@ -80,7 +80,7 @@ def test_every_timed_trial_runs_on_fresh_values():
     assert result["speedup_eager"] < 0.2, result   # its kernel ran on every trial: many times the task's own work
 
 
-@pytest.mark.parametrize("task", ["linear_gelu", "matmul_scale"])
+@pytest.mark.parametrize("task", ["linear_gelu", "matmul_scale", "pair_of_outputs", "named_outputs"])
 def test_the_reference_itself_passes(task):
     result = opgen.grade(solution_code=reference_solution((TASKS / f"{task}.py").read_text()),
                          task=TASKS / f"{task}.py", **CPU_TIMED)
@@ -124,6 +124,10 @@ def test_a_finalizer_cannot_patch_the_next_grade_in_its_worker():
 LEFT_RUNNING = {
     "thread": "        threading = getattr(torch, 's' + 'ys').modules['threading']\n"
               "        threading.Thread(target=threading.Event().wait, args=(600,), daemon=True).start()\n",
+    # no `threading.Thread`: `threading.enumerate` does not list it, the interpreter's own list of threads does
+    "raw thread": "        modules = getattr(torch, 's' + 'ys').modules\n"
+                  "        wait = modules['threading'].Event().wait\n"
+                  "        modules['_thread'].start_new_thread(lambda: wait(600), ())\n",
     "timer": "        signal = getattr(torch, 's' + 'ys').modules['signal']\n"
              "        signal.signal(signal.SIGALRM, lambda *args: None)\n"
              "        signal.setitimer(signal.ITIMER_REAL, 60)\n",
@@ -146,6 +150,8 @@ def test_a_worker_left_with_a_thread_or_a_timer_runs_no_other_grade(what):
     after = grade_task(task, honest, options)
     if what == "timer":
         assert left["reason"] == "tampering" and "an interval timer running beside" in left["detail"], left
+    elif what == "raw thread":   # its function is the solution's code
+        assert left["reason"] == "tampering" and "a thread started without `threading`" in left["detail"], left
     else:
         assert left["reason"] == "ok", left
     assert left["worker_pid"] == before["worker_pid"]

@@ -45,12 +45,27 @@ def resolve(fn_path: str) -> Callable[[dict], dict]:
     return getattr(importlib.import_module(module_name), function_name)
 
 
-def _answer(stream, message: dict) -> None:
+def json_codec() -> tuple[Callable[[object], str], Callable[[str], object]]:
+    """`encode(message)`, the JSON text of an answer, and `decode(line)`, the message of a request line, by the C
+    encoder and scanner made now, before any task runs. `main` holds them in its own frame, so a task that patches
+    `json` (its functions, its default encoder, its classes) or this module's names changes neither what the worker
+    answers (a verdict rewritten to "correct") nor what it reads next."""
+    import _json
+
+    def unknown(value: object) -> object:
+        raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+    make = _json.make_encoder(None, unknown, _json.encode_basestring_ascii, None, ": ", ", ", False, False, True)
+    scan, join = json.JSONDecoder().scan_once, "".join
+    return (lambda message: join(make(message, 0))), (lambda line: scan(line, 0)[0])
+
+
+def _answer(stream, encode: Callable[[object], str], message: dict) -> None:
     try:
-        text = json.dumps(message)
+        text = encode(message)
     except (TypeError, ValueError) as error:
         kept = {key: message[key] for key in ("nonce", "exiting", "cpu_s") if key in message}
-        text = json.dumps({"status": "error", "detail": f"result is not JSON-serialisable: {error}", **kept})
+        text = encode({"status": "error", "detail": f"result is not JSON-serialisable: {error}", **kept})
     stream.write(text + "\n")
     stream.flush()
 
@@ -91,6 +106,8 @@ def release_torch() -> None:
     try:
         if "torch._dynamo" in sys.modules:
             torch._dynamo.reset()
+        if os.environ.get(SCRATCH_ENV):
+            _forget_inductor_files()
         _tasks_since_full_collection += 1
         if _tasks_since_full_collection >= FULL_COLLECTION_EVERY:
             gc.unfreeze()
@@ -103,6 +120,18 @@ def release_torch() -> None:
     except Exception:  # noqa: BLE001 - a broken CUDA context is found below
         pass
     _exit_if_cuda_context_broken(torch)
+
+
+def _forget_inductor_files() -> None:
+    """The pool empties a confined worker's scratch after every task, inductor's caches with it: what inductor
+    remembers of their files (the C++ prefix header, the precompiled headers it builds once a process) goes too, or
+    the next task's compile includes a file that is gone."""
+    utils, codecache = sys.modules.get("torch._inductor.utils"), sys.modules.get("torch._inductor.codecache")
+    if utils is not None and hasattr(utils, "clear_caches"):
+        utils.clear_caches()
+    precompiled = getattr(codecache, "_precompile_header", None)
+    if precompiled is not None and hasattr(precompiled, "cache_clear"):
+        precompiled.cache_clear()
 
 
 def _return_freed_heap() -> None:
@@ -178,36 +207,40 @@ def main() -> None:
     extra_path = json.loads(os.environ.get(SYS_PATH_ENV, "[]"))
     sys.path[:0] = [p for p in extra_path if p not in sys.path]
     proto_in, proto_out = _protocol_streams()
+    encode, decode = json_codec()
+    # bound now, in this frame: see json_codec
+    answer = functools.partial(_answer, proto_out, encode)
+    exit_requested, release, reap = _exit_requested, release_torch, _reap_children
     _enter_scratch()
     # before any task code: a solution may not signal the grader or its neighbours, reach the network, read the
     # user's files, write outside its scratch, or leave a process behind
     confinement = {**confine_if_asked(), "processes": kept}
-    _answer(proto_out, {"status": "ready", "pid": os.getpid(), "confined": confinement["signals"],
+    answer({"status": "ready", "pid": os.getpid(), "confined": confinement["signals"],
                         "writes_confined": confinement["writes"], "confinement": confinement})
     _warm_up(os.environ.get(WARM_UP_ENV))
     for line in proto_in:
-        request = json.loads(line)
+        request = decode(line)
         nonce = request.pop("nonce", None)   # the answer carries it: the pool refuses one written by task code
         try:
             function = resolve(request["fn"])
         except BaseException:  # noqa: BLE001 - any import failure is reported, the worker lives on
-            _answer(proto_out, {"status": "error", "detail": traceback.format_exc(limit=5), "nonce": nonce})
+            answer({"status": "error", "detail": traceback.format_exc(limit=5), "nonce": nonce})
             continue
-        _answer(proto_out, {"status": "started"})
+        answer({"status": "started"})
         cpu = cpu_seconds()  # every answer says how much CPU its task took: is a slow task working or waiting?
         try:
             value = function(request["payload"])
             message = {"status": "ok", "value": value, "cpu_s": cpu_seconds() - cpu}
         except BaseException:  # noqa: BLE001 - SystemExit from task code is an error, not our exit
             message = {"status": "error", "detail": traceback.format_exc(limit=8), "cpu_s": cpu_seconds() - cpu}
-        exiting = _exit_requested()
+        exiting = exit_requested()
         message["nonce"] = nonce
-        _answer(proto_out, {**message, "exiting": True} if exiting else message)   # the pool sends it nothing more
+        answer({**message, "exiting": True} if exiting else message)   # the pool sends it nothing more
         if exiting:
             os._exit(0)
         value = None
-        release_torch()
-        _reap_children()
+        release()
+        reap()
 
 
 if __name__ == "__main__":

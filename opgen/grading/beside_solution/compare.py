@@ -27,29 +27,44 @@ class OutputFormatError(Exception):
 
 def output_tensors(output: object) -> list[torch.Tensor]:
     """The tensors of a forward's output in order (a tensor, or nested tuples/lists/dicts of them; Python numbers
-    become tensors). A tensor subclass is refused: its own __torch_function__ could answer the comparison itself."""
+    become tensors). A tensor subclass is refused: its own __torch_function__ could answer the comparison itself.
+    Containers are read with the built-in types' own methods, never a subclass's: a list whose `__iter__` computes
+    the answer when the grader reads it (after the clock stopped) gives only what it held when returned."""
     found: list[torch.Tensor] = []
-
-    def visit(value: object) -> None:
-        if isinstance(value, torch.Tensor):
-            if type(value) not in (torch.Tensor, torch.nn.Parameter):
-                raise OutputFormatError(f"an output is a {type(value).__name__}, not a torch.Tensor")
-            found.append(torch.Tensor.detach(value))
-        elif isinstance(value, list | tuple):
-            for item in value:
-                visit(item)
-        elif isinstance(value, dict):
-            for item in value.values():
-                visit(item)
-        elif isinstance(value, bool | int | float):
-            found.append(torch.tensor(value))
-        else:
-            raise OutputFormatError(f"an output is a {type(value).__name__}")
-
-    visit(output)
+    _walk(output, found)
     if not found:
         raise OutputFormatError(f"forward returned no tensor ({type(output).__name__})")
     return found
+
+
+def output_structure(output: object) -> str:
+    """The shape of a forward's output as containers of tensors, read as `output_tensors` reads it: "T" a tensor or
+    a Python number, "(T, T)" a list or tuple (the two are alike), "{'a': T}" a dict (its keys in sorted order, as
+    `output_tensors` gives its tensors). A solution must return the reference's structure."""
+    return _walk(output, [])
+
+
+def _walk(value: object, found: list[torch.Tensor]) -> str:
+    kind = type(value)
+    if issubclass(kind, torch.Tensor):
+        if kind not in (torch.Tensor, torch.nn.Parameter):
+            raise OutputFormatError(f"an output is a {kind.__name__}, not a torch.Tensor")
+        found.append(torch.Tensor.detach(value))
+        return "T"
+    if issubclass(kind, tuple | list):
+        items = tuple.__iter__(value) if issubclass(kind, tuple) else list.__iter__(value)
+        return "(" + ", ".join(_walk(item, found) for item in items) + ")"
+    if issubclass(kind, dict):
+        items = sorted(((_key(key), item) for key, item in dict.items(value)), key=lambda pair: pair[0])
+        return "{" + ", ".join(f"{key}: {_walk(item, found)}" for key, item in items) + "}"   # in any order
+    if kind in (bool, int, float):
+        found.append(torch.tensor(value))
+        return "T"
+    raise OutputFormatError(f"an output is a {kind.__name__}")
+
+
+def _key(key: object) -> str:
+    return repr(key) if type(key) in (str, int) else type(key).__name__   # no repr of the solution's own
 
 
 def format_problem(candidate: list[torch.Tensor], reference: list[torch.Tensor]) -> str | None:

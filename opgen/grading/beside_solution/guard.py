@@ -21,10 +21,15 @@ GUARDED_MODULES = (
     "opgen.grading.beside_solution.timing", "opgen.grading.beside_solution.worker",
     "opgen.grading.beside_solution.solution", "opgen.grading.beside_solution.figures",
     "opgen.grading.beside_solution.integrity", "opgen.grading.beside_solution.introspection",
-    "opgen.grading.beside_solution.leftovers",
+    "opgen.grading.beside_solution.leftovers", "opgen.sandbox.worker", "__main__", "json", "json.encoder",
+    "json.decoder", "secrets",
 )
 GUARDED_CLASSES = ("torch.Tensor", "torch.nn.Parameter", "torch.cuda.Event", "torch._C._CudaEventBase",
-                   "torch.cuda.Stream", "torch._C._CudaStreamBase", "torch.no_grad", "torch.device")
+                   "torch.cuda.Stream", "torch._C._CudaStreamBase", "torch.no_grad", "torch.device",
+                   "json.encoder.JSONEncoder", "json.decoder.JSONDecoder", "torch._C._DispatchModule")
+# modules whose every value is recorded, plain ones too (`json._default_encoder`, which `json.dumps` calls): nothing
+# in them changes in an honest run
+WHOLE_MODULES = ("json", "json.encoder", "json.decoder")
 
 
 def prepare_torch() -> None:
@@ -72,7 +77,8 @@ class Guard:
         self.spaces = _guarded_namespaces()
         # functions, classes and modules: what a solution would swap; plain values (flags torch sets lazily, such as
         # torch.cuda._initialized) change in honest runs, and the settings among them are put back anyway
-        self.record = {name: {key: value for key, value in space.items() if _swappable(value)}
+        self.record = {name: {key: value for key, value in space.items()
+                              if _swappable(value) or name in WHOLE_MODULES}
                        for name, space in self.spaces.items()}
         self.names = {name: set(space) for name, space in self.spaces.items()}
         self.hooks = _global_hooks()
@@ -152,6 +158,7 @@ class Settings:
         self.deterministic = torch.are_deterministic_algorithms_enabled()
         self.grad = torch.is_grad_enabled()
         self.threads = torch.get_num_threads()
+        self.flags = {name: flag.get() for name, flag in _backend_flags().items()}
 
     def restore(self) -> None:
         torch.set_float32_matmul_precision(self.matmul_precision)
@@ -162,3 +169,34 @@ class Settings:
         torch.use_deterministic_algorithms(self.deterministic)
         torch.set_grad_enabled(self.grad)
         torch.set_num_threads(self.threads)
+        flags = _backend_flags()
+        for name, value in self.flags.items():
+            flags[name].set(value)
+
+
+class _Flag:
+    """One of the backends' on/off settings: a value read and written through functions or an attribute."""
+
+    def __init__(self, get, put) -> None:
+        self.get, self.set = get, put
+
+
+def _attribute(owner: object, name: str) -> _Flag:
+    return _Flag(lambda: getattr(owner, name), lambda value: setattr(owner, name, value))
+
+
+def _backend_flags() -> dict[str, _Flag]:
+    """The backends' switches a solution could turn to slow the reference (oneDNN off, flash attention off) or to
+    change its numbers (reduced-precision reductions), where this torch has them."""
+    backends = torch.backends
+    flags = {"mkldnn": _attribute(backends.mkldnn, "enabled"), "opt_einsum": _attribute(backends.opt_einsum, "enabled")}
+    matmul = backends.cuda.matmul
+    for name in ("allow_fp16_reduced_precision_reduction", "allow_bf16_reduced_precision_reduction"):
+        if hasattr(matmul, name):
+            flags[name] = _attribute(matmul, name)
+    for kind in ("flash", "mem_efficient", "math", "cudnn"):
+        enabled, enable = (getattr(backends.cuda, f"{kind}_sdp_enabled", None),
+                           getattr(backends.cuda, f"enable_{kind}_sdp", None))
+        if enabled is not None and enable is not None:
+            flags[f"{kind}_sdp"] = _Flag(enabled, enable)
+    return flags

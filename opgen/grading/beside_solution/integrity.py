@@ -131,7 +131,10 @@ class Snapshot:
             found.append("the task's classes were changed")
         if whole and _module_state(self.fields["reference"]) != self.modules:
             found.append("the reference model's modules were given new attributes or hooks")
-        left = self.running.running(SOLUTION_FILENAME) if whole else []
+        # a thread `_thread` started has no frame until it first runs: the grade's, not the stretch's, are known
+        loaded = getattr(grading, "loaded", None)
+        known = loaded.running.idents if isinstance(loaded, Snapshot) else None
+        left = self.running.running(SOLUTION_FILENAME, known) if whole else []
         if left:
             found.append(f"the solution left {left[0]} running beside the grader's checks and timing")
         shadowed = _shadowed_methods(grading)

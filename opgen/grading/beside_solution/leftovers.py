@@ -24,22 +24,30 @@ class Baseline:
 
     def __init__(self) -> None:
         self.threads = set(threading.enumerate())
+        self.idents = set(sys._current_frames())   # every Python thread, those `_thread` started included
         self.timers = {timer for timer in TIMERS if signal.getitimer(timer) != (0.0, 0.0)}
         self.handlers = {number: _handler(number) for number in ASYNCHRONOUS}
 
-    def running(self, solution_file: str) -> list[str]:
+    def running(self, solution_file: str, known: set[int] | None = None) -> list[str]:
         """What the solution left running that did not run before, in words, left as it is: interval timers,
         changed signal handlers, and new threads that run its code (a library's own thread, such as a progress
-        bar's monitor that torch.compile starts, is not the solution's)."""
+        bar's monitor that torch.compile starts, is not the solution's); `known`: the Python threads to count as old
+        among those `threading` does not list (default: this baseline's)."""
         left = ["an interval timer" for timer in TIMERS
                 if timer not in self.timers and signal.getitimer(timer) != (0.0, 0.0)]
         left += [f"a handler of {signal.Signals(number).name}" for number, before in self.handlers.items()
                  if before is not None and _handler(number) is not before]
         new = [thread for thread in threading.enumerate() if thread not in self.threads and thread.is_alive()]
-        if new:
-            frames = sys._current_frames()
-            left += [f"thread {thread.name!r}" for thread in new if _runs_code_of(thread, frames, solution_file)]
+        frames = sys._current_frames()
+        left += [f"thread {thread.name!r}" for thread in new if _runs_code_of(thread, frames, solution_file)]
+        left += [f"a thread started without `threading` ({ident})" for ident in self.unlisted(frames, known)
+                 if _stack_runs(frames[ident], solution_file)]
         return left
+
+    def unlisted(self, frames: dict, known: set[int] | None = None) -> list[int]:
+        """New threads that `threading` does not list (started with `_thread.start_new_thread`)."""
+        listed, known = {thread.ident for thread in threading.enumerate()}, self.idents if known is None else known
+        return [ident for ident in frames if ident not in known and ident not in listed]
 
     def clean_up(self) -> list[str]:
         """Stop the timers, put the handlers back; what was left, in words (empty: nothing)."""
@@ -55,6 +63,7 @@ class Baseline:
                 left.append(f"a handler of {signal.Signals(number).name}")
         threads = [thread.name for thread in threading.enumerate() if thread not in self.threads and thread.is_alive()]
         left += [f"thread {name!r}" for name in threads]
+        left += [f"a thread started without `threading` ({ident})" for ident in self.unlisted(sys._current_frames())]
         return left
 
 
@@ -65,7 +74,10 @@ def _runs_code_of(thread: threading.Thread, frames: dict, solution_file: str) ->
         code = getattr(getattr(function, "__func__", function), "__code__", None)
         if code is not None and code.co_filename == solution_file:
             return True
-    frame = frames.get(thread.ident)
+    return _stack_runs(frames.get(thread.ident), solution_file)
+
+
+def _stack_runs(frame, solution_file: str) -> bool:
     while frame is not None:
         if frame.f_code.co_filename == solution_file:
             return True

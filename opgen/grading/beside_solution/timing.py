@@ -14,10 +14,13 @@ known to ±1%), and two changes for an untrusted callable, made for the referenc
   by a fingerprint of the input values (a hash, a sum) must compute each trial's for real.
 
 The last timed call's output is kept, with the trial it came from, to be checked against the reference's on that
-trial's inputs."""
+trial's inputs; with `keep`, so is a copy of one more trial's, chosen at random among the others (each one's chance
+the same, drawn once the trial has returned and is known not to be the last): a solution honest only when checked
+(on the last trial, say, which it can tell by counting) is caught on any other."""
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +35,7 @@ _EVENT = torch.cuda.Event
 _RECORD = torch.cuda.Event.record
 _ELAPSED = torch.cuda.Event.elapsed_time
 _ZERO = torch.Tensor.zero_
+_RANDBELOW = secrets.randbelow
 
 
 @dataclass
@@ -41,17 +45,20 @@ class Timed:
     samples: list[float]
     output: object
     last_trial: int = -1
+    kept: object = None      # keep(output) of the trial chosen at random
+    kept_trial: int = -1
 
     def stats(self) -> dict:
         return summarize(self.samples)
 
 
 def timed_calls(fn: Callable, inputs: list, device: str, plan: TrialPlan,
-                refill: Callable[[int], None] | None = None) -> Timed:
+                refill: Callable[[int], None] | None = None, keep: Callable[[object], object] | None = None) -> Timed:
     """`plan.warmups` untimed calls, then trials until `plan.done`, each on a fresh draw when `refill` is given; see
     the module docstring."""
     cuda = device == "cuda"
-    output = None
+    output = kept = None
+    kept_trial = -1
     with torch.no_grad():
         for _ in range(plan.warmups):
             output = fn(*inputs)
@@ -60,21 +67,27 @@ def timed_calls(fn: Callable, inputs: list, device: str, plan: TrialPlan,
         samples: list[float] = []
         flush = flush_buffer(torch) if cuda else None
         start, end = (_EVENT(enable_timing=True), _EVENT(enable_timing=True)) if cuda else (None, None)
-        while not plan.done(samples):
+        done = plan.done(samples)
+        while not done:
             output = None
             if refill is not None:
                 refill(len(samples))
-            if not cuda:
+            if cuda:
+                _ZERO(flush)
+                _SYNCHRONIZE()
+                _RECORD(start)
+                output = fn(*inputs)
+                _SYNCHRONIZE()   # every stream: a solution's side-stream work counts
+                _RECORD(end)
+                _SYNCHRONIZE()
+                samples.append(_ELAPSED(start, end))
+            else:
                 started = _PERF_COUNTER()
                 output = fn(*inputs)
                 samples.append((_PERF_COUNTER() - started) * 1e3)
-                continue
-            _ZERO(flush)
-            _SYNCHRONIZE()
-            _RECORD(start)
-            output = fn(*inputs)
-            _SYNCHRONIZE()   # every stream: a solution's side-stream work counts
-            _RECORD(end)
-            _SYNCHRONIZE()
-            samples.append(_ELAPSED(start, end))
-    return Timed(samples, output, len(samples) - 1 if samples else -1)
+            done = plan.done(samples)
+            # reservoir sampling over the trials known not to be the last (checked anyway): each alike
+            if not done and keep is not None and _RANDBELOW(len(samples)) == 0:
+                kept, kept_trial = None, len(samples) - 1
+                kept = keep(output)
+    return Timed(samples, output, len(samples) - 1 if samples else -1, kept, kept_trial)

@@ -25,10 +25,12 @@ from opgen.grading.beside_solution.compare import (
     compare_values,
     format_problem,
     modified_input,
+    output_structure,
     output_tensors,
     same_bits,
 )
 from opgen.grading.beside_solution.configs import InputConfig, config_from, draw_config
+from opgen.grading.beside_solution.dispatcher import protect as protect_dispatcher
 from opgen.grading.beside_solution.extension_worker import keyed_builds
 from opgen.grading.beside_solution.figures import reference_figures, speedups
 from opgen.grading.beside_solution.guard import Guard, Settings
@@ -120,6 +122,7 @@ class Grading:
         self.configs = [config_from(c) for c in payload["configs"]]
         self.lock = current_gpu_lock_path() if self.device == "cuda" else None
         self.atol, self.rtol = payload.get("atol"), payload.get("rtol")
+        self.structure = ""                     # the reference's output structure (compare.output_structure)
         self.guard: Guard | None = None
         self.watch = watch_introspection()
         self.marks: list[tuple[str, float]] = []   # (phase, when it ended): the grade's time, phase by phase
@@ -143,6 +146,8 @@ class Grading:
         if self.payload.get("derive_sizes"):
             self.derive_held_out()
         self.mark("task")
+        if self.device == "cpu":        # on CUDA once a GPU has run it (docs/grading.md)
+            protect_dispatcher(self.watch)
         self.guard = Guard()            # before any of the solution runs
         # the checks as they are now, bound to this grade: a solution that replaces the classes' methods (which the
         # guard then reports) does not replace what checks it
@@ -181,7 +186,9 @@ class Grading:
             self.reference = build_model(self.namespace, self.device, self.seed)
             inputs = draw_config(self.namespace, self.configs[0], self.device, self.seed, PROBE_DRAW)
             with gpu_lock(self.lock, shared=True), torch.no_grad():
-                outputs = output_tensors(self.reference(*inputs))
+                raw = self.reference(*inputs)
+                outputs, self.structure = output_tensors(raw), output_structure(raw)
+                del raw
                 _synchronize(self.device)
         except Exception as error:  # noqa: BLE001 - whatever the task raises, it is the task's fault
             raise Verdict("reference_error", f"the task itself fails: {describe(error)}") from None
@@ -321,7 +328,7 @@ class Grading:
             with gpu_lock(self.lock, shared=True), torch.no_grad():
                 with watch:
                     raw = self.candidate(*inputs)
-                outputs = output_tensors(raw)
+                outputs = self.output_tensors(raw)
                 copies = self.settled_copies(outputs)
                 aliased = aliased_input(outputs, inputs)
         except Verdict:
@@ -337,6 +344,14 @@ class Grading:
         if broken:
             raise Verdict("torch_operator", broken)
         return copies, aliased
+
+    def output_tensors(self, output: object) -> list[torch.Tensor]:
+        """The solution's output tensors, in the reference's structure (containers and their order)."""
+        outputs = output_tensors(output)
+        structure = output_structure(output)
+        if structure != self.structure:
+            raise OutputFormatError(f"forward returned {structure}, the reference {self.structure}")
+        return outputs
 
     def settled_copies(self, outputs: list[torch.Tensor]) -> list[torch.Tensor]:
         """The outputs copied into memory the grader holds, before it allocates anything else. An output laid over a
@@ -413,7 +428,8 @@ class Grading:
         self.solution_runs()   # outside the hold: the GPU waits for no host work of the grader's
         with gpu_lock(self.lock):
             try:
-                solution = timed_calls(self.candidate, candidate_inputs, self.device, plan, refill(candidate_inputs))
+                solution = timed_calls(self.candidate, candidate_inputs, self.device, plan, refill(candidate_inputs),
+                                       keep=lambda output: self.trial_copies(output, candidate_inputs))
             except Verdict:
                 raise
             except BaseException as error:  # noqa: BLE001 - the solution's failure while timed
@@ -434,11 +450,21 @@ class Grading:
         self.check_guard()
         self.record_times(solution.stats(), eager_stats, compile_stats, plan)
         last = self.draw(config, trial_draw + solution.last_trial) if solution.last_trial >= 0 else inputs
+        kept, kept_trial = solution.kept, solution.kept_trial
         del solution
         expected_inputs = fresh(last)
         expected = self.call_reference(expected_inputs)   # the reference on the solution's last trial's inputs
-        self.judge_timed(outputs, aliased, candidate_inputs, expected, expected_inputs, last)
+        self.judge_timed(outputs, aliased, candidate_inputs, expected, expected_inputs, last, "the last timed call")
         del outputs, expected
+        if kept is not None:   # and on the trial chosen at random
+            (outputs, aliased), kept_inputs = kept
+            del kept
+            saved = self.draw(config, trial_draw + kept_trial)
+            expected_inputs = fresh(saved)
+            expected = self.call_reference(expected_inputs)
+            self.judge_timed(outputs, aliased, kept_inputs, expected, expected_inputs, saved,
+                             f"timed call {kept_trial + 1}")
+            del outputs, expected, kept_inputs
         self.check_draw(config, fresh_draw, reused=candidate_inputs, after_timing=True)
 
     def timed_output_copies(self, output: object, inputs: list) -> tuple[list[torch.Tensor], tuple[int, int] | None]:
@@ -448,7 +474,7 @@ class Grading:
         if self.device == "cuda":
             torch.cuda.synchronize()
         try:
-            outputs = output_tensors(output)
+            outputs = self.output_tensors(output)
         except OutputFormatError as error:
             raise Verdict("mismatch_after_timing", f"output_format: {error}") from None
         return [t.clone() for t in outputs], aliased_input(outputs, inputs)
@@ -483,10 +509,16 @@ class Grading:
             compile_stats = timed_calls(compiled, compiled_inputs, self.device, plan, refill(compiled_inputs)).stats()
         return eager, compile_stats
 
-    def judge_timed(self, outputs, aliased, candidate_inputs, expected, reference_inputs, saved) -> None:
+    def trial_copies(self, output: object, inputs: list) -> tuple[tuple[list[torch.Tensor], tuple[int, int] | None],
+                                                                  list]:
+        """A timed trial's outputs (`timed_output_copies`) and its inputs as the solution left them, copied."""
+        return self.timed_output_copies(output, inputs), [x.clone() if isinstance(x, torch.Tensor) else x
+                                                          for x in inputs]
+
+    def judge_timed(self, outputs, aliased, candidate_inputs, expected, reference_inputs, saved, where) -> None:
         try:
             self.judge(outputs, candidate_inputs, expected, reference_inputs, saved, aliased,
-                       modified_input(candidate_inputs, saved), "the last timed call")
+                       modified_input(candidate_inputs, saved), where)
         except Verdict as verdict:
             if verdict.reason in ("output_format", "non_finite", "mismatch"):
                 raise Verdict("mismatch_after_timing", f"{verdict.reason}: {verdict.detail}") from None
