@@ -74,11 +74,13 @@ _KEPT_POOLS = KeptPools()
 
 
 def shared_pool(workers: int, timeout_s: float, memory_mb: int | None,
-                slot_envs: list[dict[str, str]] | None = None, lane: int = 0, threads: int | None = None) -> SandboxPool:
+                slot_envs: list[dict[str, str]] | None = None, lane: int = 0, threads: int | None = None,
+                confined: bool = False) -> SandboxPool:
     """The execute checks' pool of `lane`, kept for the life of this process (see `KeptPools`); its workers get
     `threads` OpenMP threads when it starts."""
-    return _KEPT_POOLS.get((workers, float(timeout_s), memory_mb, repr(slot_envs), lane),
-                           lambda: SandboxPool(workers, timeout_s, memory_mb, slot_envs=slot_envs, threads=threads))
+    return _KEPT_POOLS.get((workers, float(timeout_s), memory_mb, repr(slot_envs), confined, lane),
+                           lambda: SandboxPool(workers, timeout_s, memory_mb, slot_envs=slot_envs, threads=threads,
+                                               confined=confined))
 
 
 def forget_kept_pools(lane: int) -> None:
@@ -91,7 +93,8 @@ def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int =
                      funnel: Funnel | None = None, progress: bool = False, seed: int = 0, draws: int = 3,
                      reuse_pool: bool = False, lane: int = 0, lanes: int = 1,
                      stop: threading.Event | None = None, faults: ErrorRun | None = None,
-                     checks: tuple[str, ...] | None = None, device_time: bool = False) -> list[dict] | None:
+                     checks: tuple[str, ...] | None = None, device_time: bool = False,
+                     confined: bool = False) -> list[dict] | None:
     """Verdict lines of the sandboxed execute checks, one per record, in input order.
 
     `reuse_pool` keeps the workers alive for the next call in this process (the build's shards); a build
@@ -100,6 +103,8 @@ def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int =
     these verdicts) the checks under way finish, none starts, and the call returns None. `checks` names the
     execute checks to run (in their own order; all of them by default). `device_time` runs each check under torch's
     profiler and puts the device's seconds on it on the line (`worker_device_s_by_check`): a diagnosis, slower.
+    `confined` runs them in confined workers (opgen/sandbox/confine.py), as for tasks written elsewhere: no network,
+    no signals past the worker, no writes past its scratch, no secrets of the user's.
 
     A rejection whose message names the machine, or a run of identical ones (`faults`, which may carry the run
     over from earlier calls: opgen/sandbox/faults.py), raises MachineFault: the call returns no verdict at all."""
@@ -121,7 +126,7 @@ def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int =
     retried: dict[int, str] = {}
     lost_s: dict[int, float] = {}   # the seconds of a task's tries that ran short of GPU memory
     if reuse_pool:
-        pool = shared_pool(workers, timeout_s, memory_mb, slot_envs, lane, threads)
+        pool = shared_pool(workers, timeout_s, memory_mb, slot_envs, lane, threads, confined)
         # GPU memory runs short only while other checks hold it: such a task is tried again in a kept worker, twice
         # at most, each time once the memory it needs is free (bounded: opgen/sandbox/gpu_memory.py). A try in a
         # fresh worker took a median 23.7 s on an H100 against 5.2 s in a kept one (its imports and first compile),
@@ -141,7 +146,7 @@ def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int =
 
         results = pool.run_many(CHECK_FUNCTION, payloads, progress=progress, stop=stop, again=again)
     else:
-        with SandboxPool(workers, timeout_s, memory_mb, slot_envs=slot_envs, threads=threads) as pool:
+        with SandboxPool(workers, timeout_s, memory_mb, slot_envs=slot_envs, threads=threads, confined=confined) as pool:
             results = pool.run_many(CHECK_FUNCTION, payloads, progress=progress, stop=stop)
     if stop is not None and stop.is_set():
         return None
@@ -151,7 +156,7 @@ def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int =
         # A kept worker's resident memory holds what its earlier tasks left: a task past the resident limit (or,
         # without kept workers, short of GPU memory beside others) is judged again alone in a fresh worker, so its
         # verdict is about the task, not about its predecessors.
-        with SandboxPool(1, timeout_s, memory_mb, max_tasks_per_worker=1) as pool:
+        with SandboxPool(1, timeout_s, memory_mb, max_tasks_per_worker=1, confined=confined) as pool:
             again = [_retry_payload(payloads[i], results[i]) if _short_of_gpu_memory(results[i]) else payloads[i]
                      for i in crowded]
             for index, result in zip(crowded, pool.run_many(CHECK_FUNCTION, again)):
@@ -166,7 +171,7 @@ def execute_verdicts(records: list[dict], *, device: str = "cpu", workers: int =
         if funnel is not None:
             funnel.count(verdict)
         lines.append(verdict.line(record))
-    (faults if faults is not None else ErrorRun()).check(lines, records)
+    (faults if faults is not None else ErrorRun()).check(lines, records, device=device)
     return lines
 
 
@@ -188,9 +193,9 @@ def validate_records(records: list[dict], *, device: str = "cpu", workers: int =
                      memory_mb: int | None = 4096, runtime_window_ms: tuple[float, float] | None = None,
                      funnel: Funnel | None = None, progress: bool = False, seed: int = 0,
                      draws: int = 3, reuse_pool: bool = False, faults: ErrorRun | None = None,
-                     checks: tuple[str, ...] | None = None) -> list[dict]:
-    """Static chain, then the execute checks (`checks` by name, default all) on the survivors; one verdict line
-    per record, in input order."""
+                     checks: tuple[str, ...] | None = None, confined: bool = False) -> list[dict]:
+    """Static chain, then the execute checks (`checks` by name, default all; in `confined` workers) on the
+    survivors; one verdict line per record, in input order."""
     funnel = funnel if funnel is not None else Funnel()
     funnel.declare(VALIDATION_STAGES)
     lines = static_verdicts(records, funnel)
@@ -198,7 +203,7 @@ def validate_records(records: list[dict], *, device: str = "cpu", workers: int =
     executed = execute_verdicts([records[i] for i in survivors], device=device, workers=workers,
                                 timeout_s=timeout_s, memory_mb=memory_mb, runtime_window_ms=runtime_window_ms,
                                 funnel=funnel, progress=progress, seed=seed, draws=draws, reuse_pool=reuse_pool,
-                                faults=faults, checks=checks)
+                                faults=faults, checks=checks, confined=confined)
     for index, line in zip(survivors, executed):
         lines[index] = line
     return lines

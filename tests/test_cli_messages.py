@@ -42,3 +42,26 @@ def test_a_malformed_jsonl_line_is_named_by_its_own_number(tmp_path, capsys):
     assert main(["audit", str(rows)]) == 2
     [line] = error_lines(capsys)
     assert line.startswith(f"opgen: error: {rows}:4: malformed JSON line")
+
+
+def test_a_limit_that_lifts_the_limit_is_refused_in_one_line(capsys):
+    """`nan` or `inf` seconds would let a looping task run for ever; a negative memory limit rejects every task."""
+    for args in (["validate", "--input", "x.jsonl", "--out", "y.jsonl", "--timeout", "nan"],
+                 ["grade", "--task", "t.py", "--solution", "s.py", "--timeout", "inf"],
+                 ["check", "data", "--timeout", "0"],
+                 ["validate", "--input", "x.jsonl", "--out", "y.jsonl", "--memory-mb", "-5"]):
+        assert main(args) == 2
+    lines = error_lines(capsys)
+    assert [line.split(": argument ")[1].split(":")[0] for line in lines] == ["--timeout"] * 3 + ["--memory-mb"]
+    assert all(line.count("opgen:") == 1 for line in lines)
+
+
+def test_verdicts_never_overwrite_their_input(tmp_path, capsys):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps(record) + "\n" for record in sample_records(0, 0, 1)))
+    before = rows.read_text()
+    for command in ("validate", "dedup", "time"):
+        assert main([command, "--input", str(rows), "--out", str(tmp_path / "." / "rows.jsonl")]) == 2
+    assert error_lines(capsys) == [f"opgen: error: --out {tmp_path / '.' / 'rows.jsonl'} is the input: its tasks "
+                                   "would be overwritten by the verdicts"] * 3
+    assert rows.read_text() == before

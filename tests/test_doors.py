@@ -120,12 +120,52 @@ def test_no_secret_of_the_grader_reaches_a_solution(device, tmp_path):
     assert secret not in done.stdout + done.stderr
 
 
+SYSTEM_SECRETS = '''
+def door():
+    for path in paths:
+        try:
+            _open(path, "rb").read(1)
+        except OSError:
+            continue
+        raise RuntimeError("read " + path)
+'''
+
+
+@needs_landlock
+def test_the_system_s_secrets_stay_unread_by_a_worker_run_by_their_owner():
+    """A worker run by root drops its capabilities but still owns /etc/shadow: Landlock hides it."""
+    readable = [path for path in ("/etc/shadow", "/etc/gshadow") if os.access(path, os.R_OK)]
+    if not readable:
+        pytest.skip("no system secret this user can read")
+    result = grade(solution(f"paths = {readable!r}\n" + SYSTEM_SECRETS), "cpu")
+    assert result["correct"], result
+
+
+def test_a_link_to_a_folder_that_holds_a_hidden_one_opens_nothing(tmp_path):
+    """A rule holds for what a link leads to (a link inside an allowed folder leads nowhere past it)."""
+    from opgen.sandbox.landlock import read_rules
+
+    (tmp_path / "run" / "secrets").mkdir(parents=True)
+    (tmp_path / "run" / "lock").mkdir()
+    (tmp_path / "var_run").symlink_to(tmp_path / "run")             # as /var/run leads to /run
+    (tmp_path / "key").symlink_to(tmp_path / "run" / "secrets")     # into a hidden folder
+    (tmp_path / "lock").symlink_to(tmp_path / "run" / "lock")
+    rules = set(read_rules([tmp_path / "run" / "secrets"], []))
+    assert {tmp_path / "run" / "lock", tmp_path / "lock"} <= rules
+    assert not rules & {tmp_path / "run", tmp_path / "var_run", tmp_path / "key", tmp_path / "run" / "secrets"}
+
+
 def test_the_worker_keeps_an_allow_list_of_the_environment():
     from opgen.sandbox.scratch import keeps
 
     assert keeps("CUDA_VISIBLE_DEVICES") and keeps("PATH") and keeps("TORCHINDUCTOR_CACHE_DIR")
     assert not any(keeps(name) for name in ("HF_TOKEN", "AWS_SECRET_ACCESS_KEY", "OPENAI_API_KEY", "GITHUB_TOKEN",
-                                            "TORCH_HUB_TOKEN", "WANDB_API_KEY", "SSH_AUTH_SOCK", "HOME_SECRET"))
+                                            "TORCH_HUB_TOKEN", "WANDB_API_KEY", "SSH_AUTH_SOCK", "HOME_SECRET",
+                                            # kept prefixes, with a secret's word among the name's parts
+                                            "TORCH_HUB_KEY", "OPGEN_HUB_KEY", "PYTHON_KEYRING_PW", "OPGEN_HF_TOK",
+                                            "CUDA_LICENSE", "NVIDIA_API_KEY", "OPGEN_PASS", "TRITON_CERT"))
+    assert all(keeps(name) for name in ("CUDA_HOME", "TORCH_CUDA_ARCH_LIST", "PYTHONHASHSEED", "OMP_NUM_THREADS",
+                                        "TRITON_CACHE_DIR", "NVIDIA_VISIBLE_DEVICES", "OPGEN_SCRATCH_DIR", "LC_ALL"))
 
 
 # --- network -------------------------------------------------------------------------------------------------------
@@ -377,3 +417,23 @@ def test_a_solution_writes_nowhere_but_its_own_scratch():
     kept = grade(solution(f"marker = {marker!r}\nfiles, megabytes, linger = 1, 1, 0\n" + FILL), "cpu")
     assert kept["reason"] == "ok", kept   # its own temporary folder: written, and gone after the grade
     assert _left_behind(marker) == []
+
+
+# --- tasks written elsewhere ----------------------------------------------------------------------------------------
+
+@needs_landlock
+def test_a_task_from_elsewhere_writes_nothing_when_validated_or_checked(tmp_path):
+    """`opgen validate` (and `check`, `time`) run tasks a user did not write: their workers are confined as a
+    solution's, so a task that reaches past the static scan to the shell writes nothing outside its scratch."""
+    planted = tmp_path / "planted"
+    task = LINEAR_GELU.read_text().replace(
+        "    def forward(self, x):\n",
+        "    def forward(self, x):\n"
+        f"        getattr(getattr(torch, 'o' + 's'), 'sys' + 'tem')('touch {planted}')\n", 1)
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "tasks" / "task.py").write_text(task)
+    done = subprocess.run([sys.executable, "-m", "opgen", "validate", "--input", str(tmp_path / "tasks"), "--out",
+                           str(tmp_path / "verdicts.jsonl"), "--device", "cpu", "--workers", "1"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "verdicts.jsonl").exists() and not planted.exists()

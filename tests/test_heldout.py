@@ -81,6 +81,12 @@ def test_free_sizes_are_those_only_get_inputs_reads():
         free_sizes(everything_fixed)
 
 
+def test_an_annotated_size_constant_is_a_size_too():
+    annotated = LINEAR.replace("batch_size = 64", "batch_size: int = 64")
+    assert annotated != LINEAR and free_sizes(annotated) == {"batch_size": 64}
+    assert "batch_size: int = 5" in sized_code(annotated, {"batch_size": 5})
+
+
 def test_kernelbench_problems_mostly_have_free_sizes(kernelbench_problems):
     found = 0
     for problem in kernelbench_problems:

@@ -9,7 +9,7 @@ import signal
 
 import pytest
 
-from opgen.sandbox import spawn
+from opgen.sandbox import landlock, spawn
 from opgen.sandbox.pool import SandboxPool
 
 DESCRIBE = "tests.test_sandbox_helpers:describe_process"
@@ -84,11 +84,11 @@ def _failing_init(self, env):
 
 def test_forking_is_off_beside_a_gpu_unless_asked(monkeypatch):
     monkeypatch.delenv(spawn.FORK_ENV, raising=False)
-    monkeypatch.setattr(spawn.glob, "glob", lambda pattern: ["/dev/nvidia0"] if "nvidia" in pattern else [])
+    monkeypatch.setattr(landlock.glob, "glob", lambda pattern: ["/dev/nvidia0"] if "nvidia" in pattern else [])
     assert not spawn.forking_enabled()
     monkeypatch.setenv(spawn.FORK_ENV, "1")
     assert spawn.forking_enabled()
-    monkeypatch.setattr(spawn.glob, "glob", lambda pattern: [])
+    monkeypatch.setattr(landlock.glob, "glob", lambda pattern: [])
     monkeypatch.delenv(spawn.FORK_ENV)
     assert spawn.forking_enabled()
     monkeypatch.setenv(spawn.FORK_ENV, "0")

@@ -401,7 +401,7 @@ def test_kept_timing_pools_started_ahead_are_the_ones_each_lane_then_times_in(mo
     made = []
 
     class CountingPool:   # the pool's interface, without processes
-        def __init__(self, workers, timeout_s, memory_mb, env):
+        def __init__(self, workers, timeout_s, memory_mb, env, confined=False):
             self.env, self.sent = env, []
             made.append(self)
 

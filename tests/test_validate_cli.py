@@ -60,14 +60,17 @@ def test_folder_of_tasks_gives_one_verdict_each_in_order(tmp_path, capsys):
     (folder / "a_good.py").write_text(GOOD)
     (folder / "b_broken.py").write_text("class Model(:\n")
     (folder / "c_identity.py").write_text(GOOD.replace("torch.tanh(self.linear(x)) * 2", "x"))
+    # a task that asks for CUDA on a CPU run fails by itself: no machine fault, the other tasks judged
+    (folder / "d_cuda.py").write_text(GOOD.replace("torch.tanh(self.linear(x)) * 2", "torch.tanh(self.linear(x.cuda()))"))
     out, funnel_path = tmp_path / "verdicts.jsonl", tmp_path / "funnel.json"
     result = run_main(capsys, "validate", "--input", str(folder), "--out", str(out), "--workers", "1", "--timeout",
-                      "300", "--funnel", str(funnel_path))   # the command as a process: tests/test_checkpoint.py
+                      "300", "--funnel", str(funnel_path), "--device", "cpu")   # as a process: tests/test_checkpoint.py
     assert result.returncode == 0, result.stderr
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert [(line["source"], line["keep"], line["reason"]) for line in lines] == [
-        ("a_good.py", True, None), ("b_broken.py", False, "parse_error"), ("c_identity.py", False, "trivial")]
+        ("a_good.py", True, None), ("b_broken.py", False, "parse_error"), ("c_identity.py", False, "trivial"),
+        ("d_cuda.py", False, "exec_error")]
     assert lines[0]["output_shape"] == [4, 8] and lines[0]["compile_s"] > 0 and "eager_ms_cpu" in lines[0]
     assert "stage" in result.stderr and "parse_error" in result.stderr
     funnel = json.loads(funnel_path.read_text())
-    assert funnel["inputs"] == 3 and funnel["kept"] == 1
+    assert funnel["inputs"] == 4 and funnel["kept"] == 1

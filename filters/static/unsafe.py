@@ -78,11 +78,35 @@ def unsafe_reason(tree: ast.Module, allowed: frozenset[str] = frozenset()) -> st
     return None
 
 
+# The process and its neighbours, reached through a module that imported them (`torch.os.kill(torch.os.getppid(),
+# 9)` killed the grader): no task or kernel needs them. The workers' seccomp filter stops the signals whatever the spelling
+# (opgen/sandbox/confine.py); this names the attempt before anything runs.
+PROCESS_ATTRIBUTES = frozenset({
+    "os", "sys", "subprocess", "ctypes", "socket", "shutil", "multiprocessing", "kill", "killpg", "getppid",
+    "getpgid", "pidfd_open", "pidfd_send_signal", "pthread_kill", "setsid", "setpgid", "_exit", "execv", "execve",
+    "execvp", "execvpe", "execl", "execle", "execlp", "posix_spawn", "posix_spawnp", "ptrace",
+})
+
+
+def process_reason(tree: ast.Module) -> str | None:
+    """The first reach for the process or its neighbours through an attribute (`torch.os`, `.kill`), or None."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in PROCESS_ATTRIBUTES:
+            return f"use of .{node.attr}"
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in {"getattr", "hasattr"} \
+                and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) \
+                and node.args[1].value in PROCESS_ATTRIBUTES:
+            return f"getattr of {node.args[1].value!r}"
+    return None
+
+
 class UnsafeCodeFilter(Filter):
-    """Rejects tasks that import, read, write, spawn or reach past the torch API."""
+    """Rejects tasks that import, read, write, spawn or reach past the torch API, or reach the process through a
+    module that imported it (`torch.os`)."""
 
     name = "unsafe"
 
     def filter(self, record: dict) -> Verdict:
-        reason = unsafe_reason(parse(record["code"]))
+        tree = parse(record["code"])
+        reason = unsafe_reason(tree) or process_reason(tree)
         return Verdict.reject("unsafe_code", reason) if reason else Verdict.ok()

@@ -10,6 +10,7 @@ from pathlib import Path
 from filters.dedup.chains import DEFAULT_MAX_PER_CHAIN
 from opgen.commands.composition_options import add_composition_options, add_dtype_option, add_focus_option
 from opgen.commands.device_option import add_device_option
+from opgen.commands.limits import megabytes, seconds
 from opgen.commands.paths import REFERENCE_HELP, require_existing
 from opgen.commands.timing_options import add_timing_options, timing_options
 from opgen.errors import UsageError
@@ -43,8 +44,8 @@ def register(sub) -> None:
     parser.add_argument("--max-per-chain", type=int, default=None,
                         help="tasks kept at most per chain of operator families, one per size regime (default: "
                              f"{100 * CHAIN_SHARE:.1f}%% of --n, at least {DEFAULT_MAX_PER_CHAIN}; 0: no cap)")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per candidate in the sandbox")
-    parser.add_argument("--memory-mb", type=int, default=None,
+    parser.add_argument("--timeout", type=seconds, default=120.0, help="seconds per candidate in the sandbox")
+    parser.add_argument("--memory-mb", type=megabytes, default=None,
                         help="resident memory limit per sandbox worker, 0 for none (default: 4096 on cpu; with "
                              "--device cuda a ninth of the host's memory, 4096 to 14000)")
     parser.add_argument("--planning", choices=("survival", "rounds"), default="survival",

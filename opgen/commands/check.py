@@ -6,6 +6,7 @@ import json
 import sys
 
 from opgen.commands.device_option import add_device_option, chosen_device
+from opgen.commands.limits import megabytes, seconds
 from opgen.errors import UsageError
 from opgen.jsonl import require_writable
 from opgen.sandbox.machine_sizing import size_for_machine
@@ -26,8 +27,8 @@ def register(sub) -> None:
     add_device_option(parser, "where the rows run; cuda also times them against the recorded times")
     parser.add_argument("--workers", type=int, default=None, help="sandbox workers (default: sized as for build)")
     parser.add_argument("--timing-workers", type=int, default=None, help="timing workers per GPU")
-    parser.add_argument("--memory-mb", type=int, default=None, help="memory limit per worker, 0 for none")
-    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per task (default 300)")
+    parser.add_argument("--memory-mb", type=megabytes, default=None, help="memory limit per worker, 0 for none")
+    parser.add_argument("--timeout", type=seconds, default=300.0, help="seconds per task (default 300)")
     parser.add_argument("--time-tolerance", type=float, default=0.25,
                         help="largest relative difference of eager times that agrees (default 0.25)")
     parser.add_argument("--report", default=None, help="also write the report as JSON here")

@@ -48,7 +48,7 @@ def run(args) -> int:
     if args.max_per_chain < 0:
         raise UsageError(f"--max-per-chain must be 0 (no cap) or more, got {args.max_per_chain}")
     records = read_inputs(args.input)
-    require_writable(args.out)
+    require_writable(args.out, inputs=args.input)
     existing = list(read_inputs(args.existing)) if args.existing else None
     result = run_dedup(records, reference=args.reference, existing=existing, threshold=args.threshold,
                        duplicate_threshold=args.duplicate_threshold, num_perm=args.num_perm,

@@ -8,6 +8,7 @@ import sys
 
 from kernels_ref.load import looks_like_path
 from opgen.commands.device_option import add_device_option, chosen_device
+from opgen.commands.limits import megabytes, seconds
 from opgen.commands.paths import require_existing
 from opgen.errors import UsageError
 from opgen.jsonl import require_writable
@@ -51,8 +52,8 @@ def register(sub) -> None:
     how.add_argument("--warmups", type=int, default=10)
     how.add_argument("--trials", type=int, default=100, help="the most trials (adaptive, from --min-trials)")
     how.add_argument("--min-trials", type=int, default=10)
-    how.add_argument("--timeout", type=float, default=300.0, help="seconds per solution (default 300)")
-    how.add_argument("--memory-mb", type=int, default=None,
+    how.add_argument("--timeout", type=seconds, default=300.0, help="seconds per solution (default 300)")
+    how.add_argument("--memory-mb", type=megabytes, default=None,
                      help="resident memory limit per worker, 0 for none (default: as opgen build's)")
     how.add_argument("--workers", type=int, default=None,
                      help="sandbox workers for --solutions (with --executor ray: per grading actor)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from opgen.commands.device_option import add_device_option, chosen_device
+from opgen.commands.limits import megabytes, seconds
 from opgen.commands.paths import require_existing
 from opgen.errors import UsageError
 from opgen.sandbox.machine_sizing import size_for_machine
@@ -21,8 +22,8 @@ def register(sub) -> None:
     parser.add_argument("--configs", type=int, default=2, help="held-out configurations per task (default 2)")
     parser.add_argument("--seed", type=int, default=0, help="the seed the inputs are drawn from (default 0)")
     parser.add_argument("--workers", type=int, default=None, help="sandbox workers (default: sized to the machine)")
-    parser.add_argument("--memory-mb", type=int, default=None, help="memory limit per worker, 0 for none")
-    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per task, all its configurations "
+    parser.add_argument("--memory-mb", type=megabytes, default=None, help="memory limit per worker, 0 for none")
+    parser.add_argument("--timeout", type=seconds, default=600.0, help="seconds per task, all its configurations "
                                                                      "together (default 600)")
     parser.add_argument("--again", action="store_true", help="derive them again where the rows already hold them")
     parser.add_argument("--no-progress", action="store_true")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from opgen.commands.device_option import add_device_option, chosen_device
+from opgen.commands.limits import seconds
 from opgen.commands.timing_options import add_timing_options, check_trial_counts, timing_options
 from opgen.errors import UsageError
 
@@ -20,7 +21,7 @@ def register(sub) -> None:
     parser.add_argument("--config", default="default",
                         help="the dataset config to time (default: default; a precision config such as bf16 gives "
                              "baseline-<gpu>-bf16)")
-    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per task (default 600)")
+    parser.add_argument("--timeout", type=seconds, default=600.0, help="seconds per task (default 600)")
     parser.add_argument("--workers-per-gpu", type=int, default=None, help="timing sandbox workers per GPU")
     parser.add_argument("--push", action="store_true", help="upload the updated dataset to its Hub repository")
     parser.add_argument("--token", default=None, help="Hugging Face token (default: HF_TOKEN)")

@@ -9,6 +9,7 @@ import time
 
 from opgen.checkpoint import ChunkLog, inputs_identity, run_in_chunks
 from opgen.commands.device_option import add_device_option, chosen_device
+from opgen.commands.limits import seconds
 from opgen.commands.timing_options import add_timing_options, check_trial_counts, timing_options
 from opgen.errors import UsageError
 from opgen.jsonl import read_inputs, require_writable, write_jsonl
@@ -19,7 +20,7 @@ def register(sub) -> None:
     parser.add_argument("--input", required=True, help="JSONL of records with `code`, or a folder of .py tasks")
     parser.add_argument("--out", required=True, help="output JSONL: the input records plus the timing columns")
     add_device_option(parser, "where the tasks are timed")
-    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per task (default 600)")
+    parser.add_argument("--timeout", type=seconds, default=600.0, help="seconds per task (default 600)")
     parser.add_argument("--workers-per-gpu", type=int, default=None,
                         help="sandbox workers per GPU; one times at a time, the others build and compile")
     add_timing_options(parser)
@@ -32,6 +33,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    from opgen.sandbox.confine import confined_on
     from opgen.sandbox.gpus import default_workers_per_gpu
     from opgen.timing.driver import time_records, timing_summary
 
@@ -41,7 +43,7 @@ def run(args) -> int:
     if args.workers_per_gpu is not None and args.workers_per_gpu < 1:
         raise UsageError("--workers-per-gpu must be >= 1")
     records = read_inputs(args.input)[: args.limit]
-    require_writable(args.out)
+    require_writable(args.out, inputs=args.input)
     device, visible = chosen_device(args.device)   # before any work, once the input and output are known good
     options = timing_options(args, device)
     gpus = len(visible)
@@ -58,7 +60,8 @@ def run(args) -> int:
 
     def time_chunk(chunk: list[dict]) -> tuple[list[dict], None]:
         return time_records(chunk, options, timeout_s=args.timeout, progress=False,
-                            workers_per_gpu=args.workers_per_gpu, cache_dir=args.cache_dir, reuse_pools=True), None
+                            workers_per_gpu=args.workers_per_gpu, cache_dir=args.cache_dir, reuse_pools=True,
+                            confined=confined_on(options.device)), None   # tasks from elsewhere: confined workers
 
     started = time.perf_counter()
     chunk_log = ChunkLog(args.out, identity)

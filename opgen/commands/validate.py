@@ -7,6 +7,7 @@ import sys
 
 from opgen.checkpoint import ChunkLog, inputs_identity, run_in_chunks
 from opgen.commands.device_option import add_device_option, chosen_device
+from opgen.commands.limits import megabytes, seconds
 from opgen.errors import UsageError
 from opgen.jsonl import read_inputs, require_writable, write_jsonl
 
@@ -17,8 +18,8 @@ def register(sub) -> None:
     parser.add_argument("--out", required=True, help="verdicts JSONL, one line per input, in input order")
     add_device_option(parser, "where the tasks run; cuda also applies the 1-100 ms window")
     parser.add_argument("--workers", type=int, default=2, help="sandbox worker processes (default 2)")
-    parser.add_argument("--timeout", type=float, default=120.0, help="wall-clock seconds per task (default 120)")
-    parser.add_argument("--memory-mb", type=int, default=4096,
+    parser.add_argument("--timeout", type=seconds, default=120.0, help="wall-clock seconds per task (default 120)")
+    parser.add_argument("--memory-mb", type=megabytes, default=4096,
                         help="resident memory limit per worker in MB; 0 for none (default 4096)")
     parser.add_argument("--runtime-window", default=None, metavar="LO,HI",
                         help="eager median window in ms (default 1,100 on cuda, off on cpu)")
@@ -45,6 +46,7 @@ def parse_window(text: str | None) -> tuple[float, float] | None:
 def run(args) -> int:
     from filters.base import Funnel
     from filters.validate import VALIDATION_STAGES, validate_records
+    from opgen.sandbox.confine import confined_on
     from opgen.sandbox.faults import ErrorRun
 
     if args.workers < 1:
@@ -53,7 +55,7 @@ def run(args) -> int:
         raise UsageError("--timeout must be positive")
     window = parse_window(args.runtime_window)
     records = read_inputs(args.input)
-    require_writable(args.out)
+    require_writable(args.out, inputs=args.input)
     if args.funnel:
         require_writable(args.funnel, "--funnel")
     device, _ = chosen_device(args.device)   # the machine once the input and outputs are known good
@@ -69,7 +71,8 @@ def run(args) -> int:
         chunk_funnel = Funnel()
         lines = validate_records(chunk, device=device, workers=args.workers, timeout_s=args.timeout,
                                  memory_mb=args.memory_mb or None, runtime_window_ms=window, funnel=chunk_funnel,
-                                 seed=args.seed, reuse_pool=True, faults=faults)
+                                 seed=args.seed, reuse_pool=True, faults=faults,
+                                 confined=confined_on(device))   # tasks from elsewhere: confined workers
         return lines, chunk_funnel.to_dict()
 
     chunk_log = ChunkLog(args.out, identity)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from filters.static.unsafe import unsafe_reason
+from filters.static.unsafe import process_reason, unsafe_reason
 from opgen.taskcode.syntax import dotted_name
 
 # What kernel solutions import beyond the task rules: Triton, and torch's C++/CUDA extension builder.
@@ -21,14 +21,6 @@ GLOBAL_HOOK_NAMES = frozenset({
     "_push_mode", "_set_torch_function_mode", "_set_torch_dispatch_mode",
 })
 PATCHING_ATTRIBUTES = frozenset({"__setattr__", "__delattr__"})
-# The process and its neighbours, reached through a module that imported them (`torch.os.kill(torch.os.getppid(),
-# 9)` killed the grader): no kernel needs them. The workers' seccomp filter stops the signals whatever the spelling
-# (opgen/sandbox/confine.py); this names the attempt before anything runs.
-PROCESS_ATTRIBUTES = frozenset({
-    "os", "sys", "subprocess", "ctypes", "socket", "shutil", "multiprocessing", "kill", "killpg", "getppid",
-    "getpgid", "pidfd_open", "pidfd_send_signal", "pthread_kill", "setsid", "setpgid", "_exit", "execv", "execve",
-    "execvp", "execvpe", "execl", "execle", "execlp", "posix_spawn", "posix_spawnp", "ptrace",
-})
 # Under the kernels-only rule, what the run-time watch cannot see: kernels PyTorch generates or replays for the
 # solution (torch.compile built before the watched call, TorchScript, ahead-of-time compiled models, CUDA graphs
 # captured at construction, Triton's bundled library kernels), and probes for the watch itself.
@@ -64,18 +56,6 @@ def static_verdict(code: str, kernels_only: bool = False) -> tuple[str, str] | N
         unseen = kernels_only_reason(tree)
         if unseen:
             return "torch_operator", f"{unseen} (the kernels-only rule: only the solution's own kernels may run)"
-    return None
-
-
-def process_reason(tree: ast.Module) -> str | None:
-    """The first reach for the process or its neighbours through an attribute (`torch.os`, `.kill`), or None."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and node.attr in PROCESS_ATTRIBUTES:
-            return f"use of .{node.attr}"
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in {"getattr", "hasattr"} \
-                and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) \
-                and node.args[1].value in PROCESS_ATTRIBUTES:
-            return f"getattr of {node.args[1].value!r}"
     return None
 
 

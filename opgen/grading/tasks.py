@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from opgen.errors import UsageError
-from opgen.jsonl import read_inputs
+from opgen.jsonl import read_inputs, source_text
 
 # The row's columns a grade uses: its tolerance, its held-out sizes, and its recorded timings (reported beside
 # the new ones).
@@ -21,8 +21,8 @@ def read_source(path: str | Path, what: str) -> str:
     if not path.is_file():
         raise UsageError(f"{what} not found: {path}")
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
+        return source_text(path)
+    except (OSError, UnicodeDecodeError, SyntaxError) as error:
         raise UsageError(f"cannot read {what} {path}: {error}") from None
 
 

@@ -26,10 +26,12 @@ def stage_log(log_path: str | Path, records: list[dict], device: str, configs: i
     return ChunkLog(log_path, identity)
 
 
-def _pool(device: str, workers: int, timeout_s: float, memory_mb: int | None) -> tuple[SandboxPool, int]:
+def _pool(device: str, workers: int, timeout_s: float, memory_mb: int | None,
+          confined: bool = False) -> tuple[SandboxPool, int]:
     """The stage's sandbox workers (spread over the visible GPUs) and the CPU threads each gets."""
     threads = max(1, (os.cpu_count() or 1) // max(1, workers))
-    return SandboxPool(workers, timeout_s, memory_mb, slot_envs=gpu_slot_envs(device), threads=threads), threads
+    return SandboxPool(workers, timeout_s, memory_mb, slot_envs=gpu_slot_envs(device), threads=threads,
+                       confined=confined), threads
 
 
 def held_out_columns(records: list[dict], *, chunk_log: ChunkLog, device: str = "cpu",
@@ -44,7 +46,7 @@ def held_out_columns(records: list[dict], *, chunk_log: ChunkLog, device: str = 
             payloads = [{"code": r["code"], "id": r.get("id"), "device": device, "seed": seed, "configs": configs,
                          "tries": configs + EXTRA_TRIES, "threads": threads} for r in chunk]
             lines = [_columns(result) for result in pool.run_many(FUNCTION, payloads)]
-            faults.check(lines, chunk, detail_key="held_out_note")   # a machine fault is no task's verdict
+            faults.check(lines, chunk, detail_key="held_out_note", device=device)   # a machine fault is no task's verdict
             return lines, None
 
         lines, _, reused = run_in_chunks(records, CHUNK, process, chunk_log, "held-out sizes", progress=progress)
@@ -62,10 +64,11 @@ def _columns(result) -> dict:
 
 
 def check_held_out(records: list[dict], *, device: str = "cpu", workers: int = 2, timeout_s: float = 600.0,
-                   memory_mb: int | None = 4096, seed: int = 0, progress: bool = False) -> list[list[dict]]:
-    """Each record's held-out configurations (`held_out_sizes`) validated again in fresh workers: per record, one
-    {"sizes", "reason", "detail"} per configuration (reason None when it passes; a worker's failure is every
-    configuration's)."""
+                   memory_mb: int | None = 4096, seed: int = 0, progress: bool = False,
+                   confined: bool = False) -> list[list[dict]]:
+    """Each record's held-out configurations (`held_out_sizes`) validated again in fresh workers (`confined`, for
+    a dataset from elsewhere): per record, one {"sizes", "reason", "detail"} per configuration (reason None when it
+    passes; a worker's failure is every configuration's)."""
     from opgen.taskcode.sizes import parse_configs
 
     configs = [parse_configs(r.get("held_out_sizes")) for r in records]
@@ -73,7 +76,7 @@ def check_held_out(records: list[dict], *, device: str = "cpu", workers: int = 2
         return [[] for _ in records]
     payloads = [{"code": r["code"], "id": r.get("id"), "device": device, "seed": seed, "configs": c}
                 for r, c in zip(records, configs)]
-    pool, _ = _pool(device, workers, timeout_s, memory_mb)
+    pool, _ = _pool(device, workers, timeout_s, memory_mb, confined)
     with pool:
         results = pool.run_many(CHECK_FUNCTION, [p for p, c in zip(payloads, configs) if c], progress=progress)
     answers = iter(results)

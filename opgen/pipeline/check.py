@@ -19,6 +19,7 @@ from filters.window import Window
 from opgen.errors import UsageError
 from opgen.heldout.stage import check_held_out
 from opgen.publish.reading import load_tasks, resolve_dataset
+from opgen.sandbox.confine import confined_on
 from opgen.timing.driver import TimingOptions, time_records
 
 CHECK_FIELDS = ("id", "code", "flops", "bytes_moved", "eager_ms", "hardware", "held_out_sizes")
@@ -83,15 +84,18 @@ def check_dataset(dataset: str, *, sample: int | None = 300, seed: int = 0, devi
     drawn = draw_rows(rows, sample, seed)
     report = CheckReport(str(folder), len(rows), len(drawn))
     records = [{"id": row["id"], "source": row["id"], "code": row["code"]} for row in drawn]
+    # a dataset may come from anywhere (a Hub id): its code runs in confined workers, as a solution's does
+    confined = confined_on(device)
     verdicts = validate_records(records, device=device, workers=workers, timeout_s=timeout_s, memory_mb=memory_mb,
-                                progress=progress)
+                                progress=progress, confined=confined)
     held_out = check_held_out(drawn, device=device, workers=workers, timeout_s=timeout_s, memory_mb=memory_mb,
-                              progress=progress)
+                              progress=progress, confined=confined)
     timed = {}
     if device == "cuda":
         options = TimingOptions(device="cuda", with_compile=False)
         timed = {r["id"]: r for r in time_records(drawn, options, timeout_s=timeout_s, progress=progress,
-                                                     workers_per_gpu=timing_workers, memory_mb=memory_mb)}
+                                                     workers_per_gpu=timing_workers, memory_mb=memory_mb,
+                                                     confined=confined)}
     pairs = []
     retimed_outside = 0
     for row, verdict, configs in zip(drawn, verdicts, held_out):

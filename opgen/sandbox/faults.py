@@ -55,10 +55,12 @@ MACHINE_WORDS = ("cuda error", "cuda driver", "cudnn_status", "cublas_status", "
 _TASK_LOCATION = re.compile(r"\s*\[<task [^\]]*\]")
 
 
-def machine_fault(message: str | None) -> str | None:
-    """What the machine's fault is, when `message` (a rejection's detail, a worker's error) names one; else None."""
+def machine_fault(message: str | None, device: str | None = None) -> str | None:
+    """What the machine's fault is, when `message` (a rejection's detail, a worker's error) names one; else None.
+    On a `device` "cpu" run none does: it asked for no GPU, so a task that reaches for CUDA there (`.cuda()`) fails
+    by itself."""
     text = (message or "").lower()
-    if not text or any(task in text for task in TASK_CUDA_ERRORS):
+    if not text or device == "cpu" or any(task in text for task in TASK_CUDA_ERRORS):
         return None
     return next((meaning for needle, meaning in MACHINE_ERRORS if needle in text), None)
 
@@ -93,22 +95,23 @@ class ErrorRun:
                     f"failed in a row with the same error ({line})")
         return None
 
-    def check(self, lines: list[dict], records: list[dict], detail_key: str = "detail") -> None:
+    def check(self, lines: list[dict], records: list[dict], detail_key: str = "detail",
+              device: str | None = None) -> None:
         """Raise MachineFault at the first of `lines` (verdict lines, or timed records, of `records`, in the order
         judged) whose message names the machine or completes a run; otherwise count them all. A record's chain is
         its `families` (else `ops`; else its id: a task without them counts as a chain of its own)."""
         for line, record in zip(lines, records):
             message = line.get(detail_key)
-            check_message(message)
+            check_message(message, device)
             chain = tuple(record.get("families") or record.get("ops") or (record.get("id"),))
             fault = self.add(bool(line.get("keep", not message)), message, chain)
             if fault:
                 raise MachineFault(fault)
 
 
-def check_message(message: str | None) -> None:
-    """Raise MachineFault when `message` names a machine fault."""
-    meaning = machine_fault(message)
+def check_message(message: str | None, device: str | None = None) -> None:
+    """Raise MachineFault when `message` names a machine fault (see `machine_fault`)."""
+    meaning = machine_fault(message, device)
     if meaning:
         raise MachineFault(f"{meaning}: {first_line(message)}")
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import glob
 import os
 import platform
 import pwd
@@ -30,8 +31,12 @@ WRITABLE_ENV = "OPGEN_SANDBOX_WRITABLE"   # extra folders a confined worker may 
 SCRATCH_ENV = "OPGEN_SANDBOX_SCRATCH"     # the worker's own scratch folder (its temporary folder, home and caches)
 HIDDEN_ENV = "OPGEN_SANDBOX_HIDDEN"       # folders of the grader's a confined worker may not read (its home, temp)
 _CACHE_VARIABLES = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "TORCH_EXTENSIONS_DIR", "CUDA_CACHE_PATH")
-_SYSTEM_HIDDEN = ("/home", "/root", "/tmp", "/var/tmp")
+# the users' folders, the temporary ones, and the system's secrets that a worker run by root (its capabilities
+# dropped, still the files' owner) could read: passwords' hashes, private keys, mounted service credentials
+_SYSTEM_HIDDEN = ("/home", "/root", "/tmp", "/var/tmp", "/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
+                  "/etc/sudoers", "/etc/sudoers.d", "/etc/ssh", "/etc/ssl/private", "/run/secrets", "/var/run/secrets")
 _DEVICE_FOLDERS = ("/dev", "/dev/nvidia-caps", "/dev/dri", "/dev/pts")
+GPU_DEVICE_FILES = ("/dev/nvidiactl", "/dev/nvidia[0-9]*", "/dev/kfd")
 
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446   # one number on every architecture Linux unified
 _CREATE_RULESET_VERSION = 1 << 0
@@ -115,7 +120,12 @@ def read_rules(hidden: list[Path], needed: list[Path]) -> list[Path]:
             real = _real(path)
             if real in hidden_real or path in hidden_real:
                 continue
-            if any(h.is_relative_to(path) for h in hidden_real) and not path.is_symlink():
+            if path.is_symlink():
+                # a rule holds for what the link leads to: a link into a hidden folder, or to a folder that holds
+                # one (/var/run to /run), would open it; that folder is walked where it lies
+                if not any(h.is_relative_to(real) or real.is_relative_to(h) for h in hidden_real):
+                    rules.append(path)
+            elif any(h.is_relative_to(path) for h in hidden_real):
                 walk(path)
             else:
                 rules.append(path)
@@ -134,6 +144,11 @@ def _proc_rules() -> list[Path]:
         return []
     own = str(os.getpid())
     return [Path("/proc", name) for name in names if not name.isdigit() or name == own]
+
+
+def gpu_device_present() -> bool:
+    """Whether this machine shows a GPU's device files (NVIDIA's or AMD's)."""
+    return any(glob.glob(pattern) for pattern in GPU_DEVICE_FILES)
 
 
 def _device_files() -> list[Path]:
@@ -214,9 +229,11 @@ def confine_files(writes: bool = True, reads: bool = True, writable: list[Path] 
             _allow(libc, ruleset_fd, folder, handled)
         for device in _device_files():
             _allow(libc, ruleset_fd, device, handled)
-        if writes:
-            # its own /proc entries: CUDA's start names its threads through /proc/self/task/<tid>/comm (opened for
-            # writing, truncated) and fails when that is refused; these files change nothing but this process
+        if writes and gpu_device_present():
+            # its own /proc entries, beside a GPU alone: CUDA's start names its threads through
+            # /proc/self/task/<tid>/comm (opened for writing, truncated) and fails when that is refused. No rule can
+            # name those files ahead, so /proc/self/mem is writable there too: a solution can write its own memory
+            # with no ctypes (docs/grading.md, "What it does not stop")
             _allow(libc, ruleset_fd, Path("/proc/self"), _WRITE_FILE | (_TRUNCATE if abi >= 3 else 0))
         if not writes and abi >= 2:
             _allow(libc, ruleset_fd, Path("/"), _REFER)

@@ -25,7 +25,11 @@ KEPT_NAMES = frozenset({"PATH", "LANG", "LANGUAGE", "TZ", "TERM", "USER", "LOGNA
 KEPT_PREFIXES = ("LC_", "PYTHON", "TORCH", "PYTORCH", "CUDA", "NVIDIA", "NVCC", "CUBLAS", "CUDNN", "CUFFT", "CURAND",
                  "CUSOLVER", "CUSPARSE", "NCCL_", "TRITON", "OMP_", "KMP_", "GOMP_", "MKL", "OPENBLAS", "DNNL_",
                  "ONEDNN_", "ATEN_", "MALLOC_", "OPGEN_")
-SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "API_KEY", "ACCESS_KEY", "PRIVATE_KEY", "AUTH")
+SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "APIKEY", "API_KEY", "ACCESS_KEY", "PRIVATE",
+                "AUTH", "LICENSE", "LICENCE", "COOKIE", "SESSION")
+# ... and names with one of these among their parts (split at "_"): `OPGEN_HUB_KEY`, `MY_TOK`, `KEYRING_PW`
+SECRET_PARTS = frozenset({"KEY", "KEYS", "TOK", "TOKS", "PW", "PWD", "PASS", "PASSPHRASE", "CERT", "CERTS", "PEM",
+                          "SIG", "SIGNATURE", "CRED", "CREDS", "SALT", "HMAC", "JWT", "BEARER", "OTP"})
 
 # the folders of a scratch and the variables that point into them (set for each worker, so never part of what a
 # zygote must agree on: opgen/sandbox/spawn.py)
@@ -40,7 +44,7 @@ SCRATCH_ROOT_ENV = "OPGEN_SCRATCH_DIR"   # where scratch folders are made (defau
 def keeps(name: str) -> bool:
     """Whether a confined worker keeps the variable `name` of the grader's environment."""
     upper = name.upper()
-    if any(word in upper for word in SECRET_WORDS):
+    if any(word in upper for word in SECRET_WORDS) or not SECRET_PARTS.isdisjoint(upper.split("_")):
         return False
     return upper in KEPT_NAMES or upper.startswith(KEPT_PREFIXES)
 

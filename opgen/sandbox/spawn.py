@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import glob
 import json
 import os
 import signal
@@ -25,7 +24,7 @@ import time
 
 import psutil
 
-from opgen.sandbox.landlock import SCRATCH_ENV
+from opgen.sandbox.landlock import SCRATCH_ENV, gpu_device_present
 from opgen.sandbox.scratch import SCRATCH_VARIABLES
 
 FORK_ENV = "OPGEN_SANDBOX_FORK"
@@ -44,7 +43,6 @@ SCRATCH_NAMES = set(SCRATCH_VARIABLES) | {SCRATCH_ENV}
 
 def _per_worker(env: dict[str, str]) -> set[str]:
     return THREAD_COUNTS | SCRATCH_NAMES if SCRATCH_ENV in env else THREAD_COUNTS
-GPU_DEVICE_FILES = ("/dev/nvidiactl", "/dev/nvidia[0-9]*", "/dev/kfd")
 
 
 class ZygoteError(RuntimeError):
@@ -56,7 +54,7 @@ def forking_enabled() -> bool:
     setting = os.environ.get(FORK_ENV)
     if setting in ("0", "1"):
         return setting == "1"
-    return not any(glob.glob(pattern) for pattern in GPU_DEVICE_FILES)
+    return not gpu_device_present()
 
 
 def import_key(env: dict[str, str]) -> tuple[tuple[str, str], ...]:

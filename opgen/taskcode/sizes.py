@@ -40,8 +40,10 @@ def _names_read(node: ast.AST | None) -> set[str]:
 
 
 def _bindings(node: ast.stmt) -> list[tuple[str, ast.expr]] | None:
-    """The (name, value expression) pairs a module-level statement binds: `n = 4`, or `a, b = 4, 16`; None for any
-    other statement."""
+    """The (name, value expression) pairs a module-level statement binds: `n = 4`, `n: int = 4`, or `a, b = 4, 16`;
+    None for any other statement."""
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+        return [(node.target.id, node.value)]
     if not isinstance(node, ast.Assign) or len(node.targets) != 1:
         return None
     target = node.targets[0]

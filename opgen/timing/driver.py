@@ -36,18 +36,21 @@ WARM_UP_PATH = "opgen.timing.measure:set_up_worker"
 _SHARED_POOLS = KeptPools()
 
 
-def _pool(workers: int, timeout_s: float, memory_mb: int | None, env: dict[str, str], reuse: bool, lane: int):
+def _pool(workers: int, timeout_s: float, memory_mb: int | None, env: dict[str, str], reuse: bool, lane: int,
+          confined: bool = False):
     """A sandbox pool for one GPU: a fresh one, or (reuse) one kept for the life of this process, one per lane."""
     def make() -> SandboxPool:
-        return SandboxPool(workers=workers, timeout_s=timeout_s, memory_mb=memory_mb, env=env)
+        return SandboxPool(workers=workers, timeout_s=timeout_s, memory_mb=memory_mb, env=env, confined=confined)
 
     if not reuse:
         return make()
-    return contextlib.nullcontext(_SHARED_POOLS.get(_pool_key(workers, timeout_s, memory_mb, env, lane), make))
+    return contextlib.nullcontext(_SHARED_POOLS.get(_pool_key(workers, timeout_s, memory_mb, env, lane, confined),
+                                                    make))
 
 
-def _pool_key(workers: int, timeout_s: float, memory_mb: int | None, env: dict[str, str], lane: int) -> tuple:
-    return lane, workers, float(timeout_s), memory_mb, tuple(sorted(env.items()))
+def _pool_key(workers: int, timeout_s: float, memory_mb: int | None, env: dict[str, str], lane: int,
+              confined: bool = False) -> tuple:
+    return lane, workers, float(timeout_s), memory_mb, tuple(sorted(env.items())), confined
 
 
 @dataclass(frozen=True)
@@ -84,7 +87,7 @@ def time_records(records: list[dict], options: TimingOptions | None = None, *, t
                  progress: bool = True, workers_per_gpu: int | None = None, cache_dir: str | None = None,
                  memory_mb: int | None = None, reuse_pools: bool = False, stop: threading.Event | None = None,
                  lane: int = 0, guard: bool = True, recheck_only: bool = False, alone: bool = False,
-                 **option_fields) -> list[dict] | None:
+                 confined: bool = False, **option_fields) -> list[dict] | None:
     """The records with the timing columns added, in input order; a task that fails keeps null timings
     and a `timing_error`. device "cpu" times on the host (one worker) so CI runs the same code.
     `options` (or its fields as keywords) say how to time; `reuse_pools` keeps each GPU's workers alive for
@@ -100,7 +103,7 @@ def time_records(records: list[dict], options: TimingOptions | None = None, *, t
     def time_once(rows: list[dict], show: bool, quiet: bool = False) -> list[dict] | None:
         return _time_once(rows, options, timeout_s=timeout_s, progress=show, workers_per_gpu=workers_per_gpu,
                           cache_dir=cache_dir, memory_mb=memory_mb, reuse_pools=reuse_pools, stop=stop, lane=lane,
-                          quiet=quiet)
+                          quiet=quiet, confined=confined)
 
     if alone:
         return time_once(records, progress, quiet=True)
@@ -150,9 +153,10 @@ def start_kept_pools(device: str, *, timeout_s: float, lanes: int, workers_per_g
 
 def _time_once(records: list[dict], options: TimingOptions, *, timeout_s: float, progress: bool,
                workers_per_gpu: int | None, cache_dir: str | None, memory_mb: int | None, reuse_pools: bool,
-               stop: threading.Event | None, lane: int, quiet: bool = False) -> list[dict] | None:
+               stop: threading.Event | None, lane: int, quiet: bool = False,
+               confined: bool = False) -> list[dict] | None:
     """`time_records` without the guard: each record timed once (`quiet`: its timed section with the host's other
-    sandbox workers paused)."""
+    sandbox workers paused; `confined`: in confined workers, for tasks written elsewhere)."""
     device = options.device
     if not records:
         return []
@@ -185,7 +189,7 @@ def _time_once(records: list[dict], options: TimingOptions, *, timeout_s: float,
         shard_payloads = [{**payloads[i], "gpu_lock": gpu_lock_path(gpu) if device == "cuda" else None}
                           for i in indices]
         size = workers if reuse_pools else min(workers, len(indices))
-        with _pool(size, timeout_s, memory_mb, shard_env, reuse_pools, lane) as pool:
+        with _pool(size, timeout_s, memory_mb, shard_env, reuse_pools, lane, confined) as pool:
             outcomes = pool.run_many(FN_PATH, shard_payloads, progress=progress, stop=stop)
             if stop is not None and stop.is_set():
                 return
@@ -215,7 +219,7 @@ def _time_once(records: list[dict], options: TimingOptions, *, timeout_s: float,
     timed = [{**record, **(result or _failed("error", "timing shard did not finish"))}
              for record, result in zip(records, results)]
     # a timing error that names the machine, or a run of identical ones, is no task's: stop, time them again later
-    ErrorRun().check(timed, records, detail_key="timing_error")
+    ErrorRun().check(timed, records, detail_key="timing_error", device=device)
     return timed
 
 
