@@ -280,3 +280,17 @@ def test_a_frame_taken_by_the_solution_itself_ends_the_grade_where_it_was_taken(
     result = grade_file(CORPUS / "solutions" / "cheat_frame_tolerance.py", {"task": "linear_gelu"})
     assert result["reason"] == "tampering" and result["detail"] == (
         "published draw 0: the solution's code took sys._getframe, a route into the grader's objects"), result
+
+
+@pytest.mark.parametrize("forward", [
+    "        self.calls = getattr(self, 'calls', 0) + 1\n        return torch.nn.functional.gelu(self.linear(x)) * self.calls\n",
+    "        return torch.nn.functional.dropout(torch.nn.functional.gelu(self.linear(x)), 0.5, training=True)\n",
+], ids=["a counter kept in forward", "dropout left training"])
+def test_a_task_that_differs_from_itself_is_the_task_s_fault(forward):
+    """Two runs of the reference on the same draw must agree: else every honest solution would get `mismatch`."""
+    from opgen.errors import UsageError
+
+    task = (TASKS / "linear_gelu.py").read_text().replace(
+        "        return torch.nn.functional.gelu(self.linear(x))\n", forward)
+    with pytest.raises(UsageError, match="the task itself fails: two runs on the same inputs differ"):
+        opgen.grade(solution_code=reference_solution(task), task_code=task, device="cpu")

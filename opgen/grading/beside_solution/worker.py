@@ -188,7 +188,11 @@ class Grading:
             with gpu_lock(self.lock, shared=True), torch.no_grad():
                 raw = self.reference(*inputs)
                 outputs, self.structure = output_tensors(raw), output_structure(raw)
-                del raw
+                del raw, inputs
+                # the same draw once more: a task whose outputs differ (a counter kept in forward, dropout left
+                # training, random numbers drawn in forward) fails every honest solution by itself
+                again = output_tensors(self.reference(*draw_config(self.namespace, self.configs[0], self.device,
+                                                                   self.seed, PROBE_DRAW)))
                 _synchronize(self.device)
         except Exception as error:  # noqa: BLE001 - whatever the task raises, it is the task's fault
             raise Verdict("reference_error", f"the task itself fails: {describe(error)}") from None
@@ -196,6 +200,9 @@ class Grading:
         self.atol = tolerance.atol if self.atol is None else float(self.atol)
         self.rtol = tolerance.rtol if self.rtol is None else float(self.rtol)
         self.result.update(atol=self.atol, rtol=self.rtol)
+        differs = format_problem(again, outputs) or compare_values(again, outputs, self.atol, self.rtol).detail
+        if differs:
+            raise Verdict("reference_error", f"the task itself fails: two runs on the same inputs differ ({differs})")
 
     def derive_held_out(self) -> None:
         """Held-out configurations for a task that carries none (a task file): derived as the held-out stage derives
