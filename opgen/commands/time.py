@@ -38,8 +38,6 @@ def run(args) -> int:
     from opgen.timing.driver import time_records, timing_summary
 
     check_trial_counts(args)
-    if args.timeout <= 0:
-        raise UsageError("--timeout must be positive")
     if args.workers_per_gpu is not None and args.workers_per_gpu < 1:
         raise UsageError("--workers-per-gpu must be >= 1")
     records = read_inputs(args.input)[: args.limit]

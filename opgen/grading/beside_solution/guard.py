@@ -21,15 +21,25 @@ GUARDED_MODULES = (
     "opgen.grading.beside_solution.timing", "opgen.grading.beside_solution.worker",
     "opgen.grading.beside_solution.solution", "opgen.grading.beside_solution.figures",
     "opgen.grading.beside_solution.integrity", "opgen.grading.beside_solution.introspection",
-    "opgen.grading.beside_solution.leftovers", "opgen.sandbox.worker", "__main__", "json", "json.encoder",
-    "json.decoder", "secrets",
+    "opgen.grading.beside_solution.leftovers",
 )
 GUARDED_CLASSES = ("torch.Tensor", "torch.nn.Parameter", "torch.cuda.Event", "torch._C._CudaEventBase",
-                   "torch.cuda.Stream", "torch._C._CudaStreamBase", "torch.no_grad", "torch.device",
-                   "json.encoder.JSONEncoder", "json.decoder.JSONDecoder", "torch._C._DispatchModule")
-# modules whose every value is recorded, plain ones too (`json._default_encoder`, which `json.dumps` calls): nothing
-# in them changes in an honest run
+                   "torch.cuda.Stream", "torch._C._CudaStreamBase", "torch.no_grad", "torch.device")
+# ... and where the grader's newest defences hold (`hardened`): the worker loop's names and the json modules it
+# answers with, whole (plain values too: `json._default_encoder`, which `json.dumps` calls; nothing in them changes
+# in an honest run), and the dispatcher handle's class (opgen/grading/beside_solution/dispatcher.py)
+HARDENED_MODULES = ("opgen.sandbox.worker", "__main__", "json", "json.encoder", "json.decoder", "secrets")
+HARDENED_CLASSES = ("json.encoder.JSONEncoder", "json.decoder.JSONDecoder", "torch._C._DispatchModule")
 WHOLE_MODULES = ("json", "json.encoder", "json.decoder")
+# The newest defences (the outputs' structure read with the built-in containers' methods, a random timed trial
+# checked, the json and dispatcher records, threads `threading` does not list, the backends' switches, the task run
+# twice) hold on the CPU; on CUDA once `pytest -m gpu tests/test_grade_gpu.py` has passed with this set to True.
+HARDENED_ON_CUDA = False
+
+
+def hardened(device: str) -> bool:
+    """Whether the grader's newest defences hold on `device` (see HARDENED_ON_CUDA)."""
+    return device != "cuda" or HARDENED_ON_CUDA
 
 
 def prepare_torch() -> None:
@@ -41,9 +51,9 @@ def prepare_torch() -> None:
         mutation_guard.install_generation_tagging_init()
 
 
-def _guarded_namespaces() -> dict[str, dict]:
+def _guarded_namespaces(strict: bool) -> dict[str, dict]:
     spaces: dict[str, dict] = {}
-    for name in GUARDED_MODULES:
+    for name in GUARDED_MODULES + (HARDENED_MODULES if strict else ()):
         module = sys.modules.get(name)
         if module is None and name.startswith(("opgen.", "filters.")):
             module = importlib.import_module(name)
@@ -52,7 +62,7 @@ def _guarded_namespaces() -> dict[str, dict]:
             if name.startswith(("opgen.", "filters.")):   # the grader's classes: their methods are its code too
                 spaces.update({f"{name}.{key}": value.__dict__ for key, value in vars(module).items()
                                if isinstance(value, type) and value.__module__ == name})
-    for dotted in GUARDED_CLASSES:
+    for dotted in GUARDED_CLASSES + (HARDENED_CLASSES if strict else ()):
         owner, _, attribute = dotted.rpartition(".")
         cls = getattr(sys.modules.get(owner) or importlib.import_module(owner), attribute, None)
         if isinstance(cls, type):
@@ -72,9 +82,9 @@ def _global_hooks() -> dict[str, int]:
 class Guard:
     """The record taken before the solution loads; `problem()` names the first thing changed since."""
 
-    def __init__(self) -> None:
+    def __init__(self, strict: bool = True) -> None:
         prepare_torch()
-        self.spaces = _guarded_namespaces()
+        self.spaces = _guarded_namespaces(strict)
         # functions, classes and modules: what a solution would swap; plain values (flags torch sets lazily, such as
         # torch.cuda._initialized) change in honest runs, and the settings among them are put back anyway
         self.record = {name: {key: value for key, value in space.items()
@@ -149,7 +159,7 @@ class Settings:
     """The process-wide settings the reference runs under: PyTorch's default precisions and flags, put back before
     every reference call (a solution may change them for its own kernels)."""
 
-    def __init__(self) -> None:
+    def __init__(self, strict: bool = True) -> None:
         apply_precision(torch, "default")
         self.matmul_precision = torch.get_float32_matmul_precision()
         cudnn = torch.backends.cudnn
@@ -158,7 +168,7 @@ class Settings:
         self.deterministic = torch.are_deterministic_algorithms_enabled()
         self.grad = torch.is_grad_enabled()
         self.threads = torch.get_num_threads()
-        self.flags = {name: flag.get() for name, flag in _backend_flags().items()}
+        self.flags = {name: flag.get() for name, flag in _backend_flags().items()} if strict else {}
 
     def restore(self) -> None:
         torch.set_float32_matmul_precision(self.matmul_precision)
@@ -169,7 +179,7 @@ class Settings:
         torch.use_deterministic_algorithms(self.deterministic)
         torch.set_grad_enabled(self.grad)
         torch.set_num_threads(self.threads)
-        flags = _backend_flags()
+        flags = _backend_flags() if self.flags else {}
         for name, value in self.flags.items():
             flags[name].set(value)
 

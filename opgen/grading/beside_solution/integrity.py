@@ -134,7 +134,7 @@ class Snapshot:
         # a thread `_thread` started has no frame until it first runs: the grade's, not the stretch's, are known
         loaded = getattr(grading, "loaded", None)
         known = loaded.running.idents if isinstance(loaded, Snapshot) else None
-        left = self.running.running(SOLUTION_FILENAME, known) if whole else []
+        left = self.running.running(SOLUTION_FILENAME, known, unlisted=grading.strict) if whole else []
         if left:
             found.append(f"the solution left {left[0]} running beside the grader's checks and timing")
         shadowed = _shadowed_methods(grading)

@@ -28,11 +28,11 @@ class Baseline:
         self.timers = {timer for timer in TIMERS if signal.getitimer(timer) != (0.0, 0.0)}
         self.handlers = {number: _handler(number) for number in ASYNCHRONOUS}
 
-    def running(self, solution_file: str, known: set[int] | None = None) -> list[str]:
+    def running(self, solution_file: str, known: set[int] | None = None, unlisted: bool = True) -> list[str]:
         """What the solution left running that did not run before, in words, left as it is: interval timers,
         changed signal handlers, and new threads that run its code (a library's own thread, such as a progress
-        bar's monitor that torch.compile starts, is not the solution's); `known`: the Python threads to count as old
-        among those `threading` does not list (default: this baseline's)."""
+        bar's monitor that torch.compile starts, is not the solution's); with `unlisted`, those `threading` does not
+        list too, `known` the ones to count as old (default: this baseline's)."""
         left = ["an interval timer" for timer in TIMERS
                 if timer not in self.timers and signal.getitimer(timer) != (0.0, 0.0)]
         left += [f"a handler of {signal.Signals(number).name}" for number, before in self.handlers.items()
@@ -40,8 +40,8 @@ class Baseline:
         new = [thread for thread in threading.enumerate() if thread not in self.threads and thread.is_alive()]
         frames = sys._current_frames()
         left += [f"thread {thread.name!r}" for thread in new if _runs_code_of(thread, frames, solution_file)]
-        left += [f"a thread started without `threading` ({ident})" for ident in self.unlisted(frames, known)
-                 if _stack_runs(frames[ident], solution_file)]
+        left += [f"a thread started without `threading` ({ident})" for ident in
+                 (self.unlisted(frames, known) if unlisted else ()) if _stack_runs(frames[ident], solution_file)]
         return left
 
     def unlisted(self, frames: dict, known: set[int] | None = None) -> list[int]:
@@ -49,8 +49,9 @@ class Baseline:
         listed, known = {thread.ident for thread in threading.enumerate()}, self.idents if known is None else known
         return [ident for ident in frames if ident not in known and ident not in listed]
 
-    def clean_up(self) -> list[str]:
-        """Stop the timers, put the handlers back; what was left, in words (empty: nothing)."""
+    def clean_up(self, unlisted: bool = True) -> list[str]:
+        """Stop the timers, put the handlers back; what was left, in words (empty: nothing); with `unlisted`, the
+        threads `threading` does not list too."""
         left = []
         for timer in TIMERS:
             if signal.getitimer(timer) != (0.0, 0.0):
@@ -63,7 +64,8 @@ class Baseline:
                 left.append(f"a handler of {signal.Signals(number).name}")
         threads = [thread.name for thread in threading.enumerate() if thread not in self.threads and thread.is_alive()]
         left += [f"thread {name!r}" for name in threads]
-        left += [f"a thread started without `threading` ({ident})" for ident in self.unlisted(sys._current_frames())]
+        if unlisted:
+            left += [f"a thread started without `threading` ({ident})" for ident in self.unlisted(sys._current_frames())]
         return left
 
 

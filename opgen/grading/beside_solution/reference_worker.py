@@ -69,7 +69,7 @@ def _reference(key: tuple, payload: dict) -> tuple[Grading, Callable | None]:
         grading.payload = payload   # this call's trial plan
         return grading, compiled
     grading = Grading(payload)
-    grading.settings = Settings()
+    grading.settings = Settings(grading.strict)
     grading.load_task()
     _, _, compile_draw, _ = timing_draws(grading.draws)
     compiled = grading.compile_reference(grading.configs[0], compile_draw) if payload.get("compile_baseline") else None

@@ -33,7 +33,7 @@ from opgen.grading.beside_solution.configs import InputConfig, config_from, draw
 from opgen.grading.beside_solution.dispatcher import protect as protect_dispatcher
 from opgen.grading.beside_solution.extension_worker import keyed_builds
 from opgen.grading.beside_solution.figures import reference_figures, speedups
-from opgen.grading.beside_solution.guard import Guard, Settings
+from opgen.grading.beside_solution.guard import Guard, Settings, hardened
 from opgen.grading.beside_solution.integrity import Snapshot
 from opgen.grading.beside_solution.introspection import SOLUTION_FILENAME
 from opgen.grading.beside_solution.introspection import install as watch_introspection
@@ -101,7 +101,7 @@ def grade_in_worker(payload: dict) -> dict:
         problem = grading.last_problem()
         if problem and grading.result["reason"] != "tampering":
             grading.result.update(correct=False, reason="tampering", detail=problem)
-    left = baseline.clean_up()   # timers stopped, handlers put back; a thread cannot be stopped
+    left = baseline.clean_up(grading.strict)   # timers stopped, handlers put back; a thread cannot be stopped
     if grading.result["reason"] == "tampering" or left:   # the process may hold the patch: no later task may run in it
         exit_after_answer()
     elif grading.result["reason"] == "exec_error" and machine_fault(grading.result["detail"]):
@@ -123,6 +123,7 @@ class Grading:
         self.lock = current_gpu_lock_path() if self.device == "cuda" else None
         self.atol, self.rtol = payload.get("atol"), payload.get("rtol")
         self.structure = ""                     # the reference's output structure (compare.output_structure)
+        self.strict = hardened(self.device)     # the newest defences hold here (guard.HARDENED_ON_CUDA)
         self.guard: Guard | None = None
         self.watch = watch_introspection()
         self.marks: list[tuple[str, float]] = []   # (phase, when it ended): the grade's time, phase by phase
@@ -141,14 +142,14 @@ class Grading:
         gc.collect()
 
     def run(self) -> None:
-        self.settings = Settings()
+        self.settings = Settings(self.strict)
         self.load_task()
         if self.payload.get("derive_sizes"):
             self.derive_held_out()
         self.mark("task")
-        if self.device == "cpu":        # on CUDA once a GPU has run it (docs/grading.md)
+        if self.strict:
             protect_dispatcher(self.watch)
-        self.guard = Guard()            # before any of the solution runs
+        self.guard = Guard(self.strict)  # before any of the solution runs
         # the checks as they are now, bound to this grade: a solution that replaces the classes' methods (which the
         # guard then reports) does not replace what checks it
         self.guard_problem, self.watch_problem = self.guard.problem, self.watch.problem
@@ -187,12 +188,13 @@ class Grading:
             inputs = draw_config(self.namespace, self.configs[0], self.device, self.seed, PROBE_DRAW)
             with gpu_lock(self.lock, shared=True), torch.no_grad():
                 raw = self.reference(*inputs)
-                outputs, self.structure = output_tensors(raw), output_structure(raw)
+                outputs = output_tensors(raw, self.strict)
+                self.structure = output_structure(raw) if self.strict else ""
                 del raw, inputs
                 # the same draw once more: a task whose outputs differ (a counter kept in forward, dropout left
                 # training, random numbers drawn in forward) fails every honest solution by itself
                 again = output_tensors(self.reference(*draw_config(self.namespace, self.configs[0], self.device,
-                                                                   self.seed, PROBE_DRAW)))
+                                                                   self.seed, PROBE_DRAW))) if self.strict else []
                 _synchronize(self.device)
         except Exception as error:  # noqa: BLE001 - whatever the task raises, it is the task's fault
             raise Verdict("reference_error", f"the task itself fails: {describe(error)}") from None
@@ -200,7 +202,8 @@ class Grading:
         self.atol = tolerance.atol if self.atol is None else float(self.atol)
         self.rtol = tolerance.rtol if self.rtol is None else float(self.rtol)
         self.result.update(atol=self.atol, rtol=self.rtol)
-        differs = format_problem(again, outputs) or compare_values(again, outputs, self.atol, self.rtol).detail
+        differs = self.strict and (format_problem(again, outputs)
+                                   or compare_values(again, outputs, self.atol, self.rtol).detail)
         if differs:
             raise Verdict("reference_error", f"the task itself fails: two runs on the same inputs differ ({differs})")
 
@@ -224,7 +227,7 @@ class Grading:
             try:
                 inputs = draw_config(self.namespace, config, self.device, self.seed, PROBE_DRAW)
                 with gpu_lock(self.lock, shared=True), torch.no_grad():
-                    outputs = output_tensors(self.reference(*inputs))
+                    outputs = output_tensors(self.reference(*inputs), self.strict)
                     finite = all(bool(torch.isfinite(t).all()) for t in outputs if t.is_floating_point())
                     _synchronize(self.device)
             except Exception:  # noqa: BLE001 - the reference does not run at these sizes: not one to check
@@ -354,8 +357,8 @@ class Grading:
 
     def output_tensors(self, output: object) -> list[torch.Tensor]:
         """The solution's output tensors, in the reference's structure (containers and their order)."""
-        outputs = output_tensors(output)
-        structure = output_structure(output)
+        outputs = output_tensors(output, self.strict)
+        structure = output_structure(output) if self.strict else self.structure
         if structure != self.structure:
             raise OutputFormatError(f"forward returned {structure}, the reference {self.structure}")
         return outputs
@@ -380,7 +383,7 @@ class Grading:
         self.settings.restore()
         try:
             with gpu_lock(self.lock, shared=True), torch.no_grad():
-                outputs = output_tensors(self.reference(*inputs))
+                outputs = output_tensors(self.reference(*inputs), self.strict)
                 _synchronize(self.device)
         except Exception as error:  # noqa: BLE001 - it ran before the solution loaded: the solution broke it
             raise Verdict("exec_error", f"the reference failed after the solution ran: {describe(error)}") from None
@@ -436,7 +439,8 @@ class Grading:
         with gpu_lock(self.lock):
             try:
                 solution = timed_calls(self.candidate, candidate_inputs, self.device, plan, refill(candidate_inputs),
-                                       keep=lambda output: self.trial_copies(output, candidate_inputs))
+                                       keep=(lambda output: self.trial_copies(output, candidate_inputs))
+                                       if self.strict else None)
             except Verdict:
                 raise
             except BaseException as error:  # noqa: BLE001 - the solution's failure while timed

@@ -1,6 +1,7 @@
 # task: linear_gelu
 # expect: tampering
 # runtime: tampering
+# hardened
 # Returns zeros, and gives aten::gelu a kernel that returns zeros, for the reference too: through the dispatcher's
 # own handle (`Library(...).m.impl`, the namespace spelt at run time), which skips torch.library's bookkeeping, and
 # again through a handle torch made for itself (the Meta registrations'), for the CPU key.

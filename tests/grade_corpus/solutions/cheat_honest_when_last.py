@@ -1,5 +1,6 @@
 # task: linear_gelu
 # expect: mismatch_after_timing
+# hardened
 # Counts its calls: honest on the correctness draws (five at each of the task's three input configurations), on the
 # last timed trial (the tests' plan: one warm-up, three trials) and the fresh draw after timing; every other timed
 # trial returns a stale output without computing. One trial besides the last, chosen at random, is checked too.

@@ -1,6 +1,7 @@
 # task: linear_gelu
 # expect: tampering
 # runtime: tampering
+# hardened
 # Returns zeros, and rewrites the worker's answer on its way out: swaps `json.dumps` and the default encoder that
 # `json.dumps` calls (the worker loop serialises its answer after the grade's last check), reached through a computed
 # name, so that the line the grader reads says "correct". The worker answers with an encoder of its own, made before

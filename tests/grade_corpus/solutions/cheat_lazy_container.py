@@ -1,5 +1,6 @@
 # task: pair_of_outputs
 # expect: mismatch
+# hardened
 # Returns a tuple subclass that holds zeros but iterates as the real answer, computed only when the grader reads the
 # outputs: after the clock has stopped. The grader reads containers with the built-in types' own methods.
 import torch

@@ -1,5 +1,6 @@
 # task: named_outputs
 # expect: ok
+# hardened
 # The task's outputs, with the dict's keys in another order: a dict is read by its keys.
 import torch
 import torch.nn as nn
